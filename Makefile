@@ -1,0 +1,50 @@
+# Set-up and checks for github.com/goredisson/locks.
+#   make demo   runs the demo: two services contend for one lock
+#   make test   runs every test (vet, unit, real Redis, interop with Java Redisson)
+# Both install what is missing first (make deps): redis-server, redis-sentinel
+# and redis-tools from Debian's packages, a JDK and Maven, the Maven
+# dependencies of the interop driver.
+
+GO       ?= go
+SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT      := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
+TESTARGS ?=
+
+.PHONY: all deps deps-redis deps-java interop-build test demo bench lint
+
+all: test
+
+deps: deps-redis deps-java interop-build
+
+# Debian's redis-server, redis-sentinel and redis-cli (redis-tools).
+deps-redis:
+	@if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! command -v redis-sentinel >/dev/null; then \
+		echo "make deps: installing redis-server, redis-sentinel, redis-tools with apt-get"; \
+		$(APT) update -qq && $(APT) install -y -qq redis-server redis-sentinel redis-tools >/dev/null; \
+	fi
+	@redis-server --version
+
+# A JDK (17+) and Maven for the Java Redisson interop driver.
+deps-java:
+	@if ! command -v javac >/dev/null || ! command -v mvn >/dev/null; then \
+		echo "make deps: installing a JDK and Maven with apt-get"; \
+		$(APT) update -qq && $(APT) install -y -qq default-jdk-headless maven >/dev/null; \
+	fi
+
+# The Java driver and the jars of each pinned Redisson version (cached in ~/.m2).
+interop-build: deps-java
+	@bash interop_test/java/build.sh >/dev/null
+
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 20m $(TESTARGS) ./...
+
+demo: deps-redis
+	$(GO) run ./cmd/demo
+
+bench: deps-redis
+	$(GO) test -run "^$$" -bench . -benchmem ./rlock/
+
+lint:
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...

@@ -1,0 +1,371 @@
+package driver_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/interop_test/driver"
+)
+
+// requiredEnv makes missing java/redis-server/jars a failure instead of a skip
+// (set it where the interop tests must run, e.g. CI after make deps).
+const requiredEnv = "GOREDISSON_INTEROP_REQUIRED"
+
+func skipOrFail(t *testing.T, format string, args ...any) {
+	t.Helper()
+	if os.Getenv(requiredEnv) != "" {
+		t.Fatalf(format, args...)
+	}
+	t.Skipf(format+" (set "+requiredEnv+"=1 to fail instead)", args...)
+}
+
+type redisServer struct {
+	addr string
+	port int
+}
+
+// startRedis runs a throwaway redis-server on a free loopback port.
+func startRedis(t *testing.T) *redisServer {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		skipOrFail(t, "redis-server not on PATH")
+	}
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		skipOrFail(t, "redis-cli not on PATH")
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port := l.Addr().(*net.TCPAddr).Port
+		require.NoError(t, l.Close())
+
+		var out bytes.Buffer
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--daemonize", "no")
+		cmd.Stdout, cmd.Stderr = &out, &out
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		require.NoError(t, cmd.Start())
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		if err := waitRedis(addr, exited); err != nil {
+			_ = cmd.Process.Kill()
+			<-exited
+			lastErr = fmt.Errorf("%v; output: %s", err, out.String())
+			continue
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			<-exited
+		})
+		return &redisServer{addr: addr, port: port}
+	}
+	t.Fatalf("could not start redis-server: %v", lastErr)
+	return nil
+}
+
+func waitRedis(addr string, exited <-chan struct{}) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return errors.New("redis-server exited")
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			_ = c.SetDeadline(time.Now().Add(time.Second))
+			_, err = c.Write([]byte("PING\r\n"))
+			buf := make([]byte, 7)
+			if err == nil {
+				_, err = c.Read(buf)
+			}
+			_ = c.Close()
+			if err == nil && string(buf) == "+PONG\r\n" {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errors.New("redis-server did not answer PING")
+}
+
+// cli runs redis-cli --raw and returns its output lines.
+func (r *redisServer) cli(t *testing.T, args ...string) []string {
+	t.Helper()
+	full := append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(r.port), "--raw"}, args...)
+	out, err := exec.Command("redis-cli", full...).CombinedOutput()
+	require.NoError(t, err, "redis-cli %v: %s", args, out)
+	s := strings.TrimRight(string(out), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func (r *redisServer) hgetall(t *testing.T, key string) map[string]string {
+	t.Helper()
+	lines := r.cli(t, "HGETALL", key)
+	require.Zero(t, len(lines)%2, "HGETALL %s: %q", key, lines)
+	m := map[string]string{}
+	for i := 0; i < len(lines); i += 2 {
+		m[lines[i]] = lines[i+1]
+	}
+	return m
+}
+
+func TestVersionsFile(t *testing.T) {
+	vs, err := driver.Versions()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(vs), 3)
+	seen := map[string]bool{}
+	for _, v := range vs {
+		require.Regexp(t, `^\d+\.\d+\.\d+$`, v, "versions must be pinned exactly")
+		require.False(t, seen[v], "duplicate version %s", v)
+		seen[v] = true
+	}
+}
+
+func TestStartNotBuilt(t *testing.T) {
+	if _, err := exec.LookPath("java"); err != nil {
+		skipOrFail(t, "java not on PATH")
+	}
+	_, err := driver.Start(context.Background(), driver.Config{Version: "0.0.0-none", RedisAddrs: []string{"127.0.0.1:1"}})
+	require.ErrorIs(t, err, driver.ErrNotBuilt)
+	require.Contains(t, err.Error(), "build.sh")
+}
+
+func TestDriverAgainstEachVersion(t *testing.T) {
+	if _, err := exec.LookPath("java"); err != nil {
+		skipOrFail(t, "java not on PATH")
+	}
+	versions, err := driver.Versions()
+	require.NoError(t, err)
+	for _, v := range versions {
+		if err := driver.CheckBuilt(v); err != nil {
+			skipOrFail(t, "%v", err)
+		}
+	}
+	redis := startRedis(t)
+
+	for _, v := range versions {
+		t.Run(v, func(t *testing.T) {
+			t.Parallel()
+			testVersion(t, redis, v)
+		})
+	}
+}
+
+func testVersion(t *testing.T, redis *redisServer, version string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	var stderr syncBuffer
+	jvm, err := driver.Start(ctx, driver.Config{
+		Version:         version,
+		RedisAddrs:      []string{redis.addr},
+		WatchdogTimeout: 10 * time.Second,
+		Stderr:          &stderr,
+	})
+	require.NoError(t, err)
+	defer func() {
+		require.NoError(t, jvm.Close())
+		if t.Failed() {
+			t.Logf("JVM stderr:\n%s", stderr.String())
+		}
+	}()
+	require.Equal(t, version, jvm.Version())
+
+	info, err := jvm.Info(ctx)
+	require.NoError(t, err)
+	t.Logf("Redisson %s: %s", version, info)
+
+	lock := "it:{" + version + "}:lock"
+
+	// lock T1: the hash field is <clientId>:<threadId> = 1.
+	require.NoError(t, jvm.Lock(ctx, "T1", lock))
+	field, err := jvm.LockField(ctx, "T1")
+	require.NoError(t, err)
+	require.Regexp(t, `^[0-9a-f-]{36}:\d+$`, field)
+	require.Equal(t, map[string]string{field: "1"}, redis.hgetall(t, lock))
+
+	held, err := jvm.IsHeld(ctx, "T1", lock)
+	require.NoError(t, err)
+	require.True(t, held)
+	held, err = jvm.IsHeld(ctx, "T2", lock)
+	require.NoError(t, err)
+	require.False(t, held)
+
+	// Watchdog lease: TTL is at most the 10s watchdog timeout.
+	ttl, err := jvm.TTL(ctx, lock)
+	require.NoError(t, err)
+	require.Greater(t, ttl, int64(0))
+	require.LessOrEqual(t, ttl, int64(10_000))
+
+	// Reentrancy.
+	require.NoError(t, jvm.Lock(ctx, "T1", lock))
+	n, err := jvm.HoldCount(ctx, "T1", lock)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, map[string]string{field: "2"}, redis.hgetall(t, lock))
+	require.NoError(t, jvm.Unlock(ctx, "T1", lock))
+
+	// Another thread cannot take it, nor unlock it.
+	ok, err := jvm.TryLock(ctx, "T2", lock)
+	require.NoError(t, err)
+	require.False(t, ok)
+	ok, err = jvm.TryLockWait(ctx, "T2", lock, 100*time.Millisecond, -1)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	err = jvm.Unlock(ctx, "T2", lock)
+	var je *driver.JavaError
+	require.ErrorAs(t, err, &je)
+	require.Equal(t, "IllegalMonitorStateException", je.Class, "message: %s", je.Message)
+	require.True(t, driver.IsJavaError(err, "IllegalMonitorStateException"))
+	require.Equal(t, map[string]string{field: "1"}, redis.hgetall(t, lock), "failed unlock must not change the lock")
+
+	// A blocking lock on T2 does not hold back T1's unlock.
+	p := jvm.Send("lock", "T2", lock)
+	select {
+	case <-p.Done():
+		v, err := p.Wait(ctx)
+		t.Fatalf("T2 got the lock while T1 held it: %q %v", v, err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, jvm.Unlock(ctx, "T1", lock))
+	_, err = p.Wait(ctx)
+	require.NoError(t, err)
+	field2, err := jvm.LockField(ctx, "T2")
+	require.NoError(t, err)
+	require.NotEqual(t, field, field2)
+	require.Equal(t, map[string]string{field2: "1"}, redis.hgetall(t, lock))
+	require.NoError(t, jvm.Unlock(ctx, "T2", lock))
+
+	locked, err := jvm.IsLocked(ctx, lock)
+	require.NoError(t, err)
+	require.False(t, locked)
+	require.Equal(t, []string{"0"}, redis.cli(t, "EXISTS", lock))
+
+	// Unlocking a free lock is also IllegalMonitorStateException.
+	require.True(t, driver.IsJavaError(jvm.Unlock(ctx, "T1", lock), "IllegalMonitorStateException"))
+
+	// Explicit lease, tryLock with wait+lease, forceUnlock.
+	require.NoError(t, jvm.LockLease(ctx, "T1", lock, 20*time.Second))
+	ttl, err = jvm.TTL(ctx, lock)
+	require.NoError(t, err)
+	require.Greater(t, ttl, int64(10_000))
+	require.LessOrEqual(t, ttl, int64(20_000))
+	forced, err := jvm.ForceUnlock(ctx, lock)
+	require.NoError(t, err)
+	require.True(t, forced)
+	ok, err = jvm.TryLockWait(ctx, "T2", lock, time.Second, 5*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ttl, err = jvm.TTL(ctx, lock)
+	require.NoError(t, err)
+	require.LessOrEqual(t, ttl, int64(5_000))
+	require.NoError(t, jvm.Unlock(ctx, "T2", lock))
+	ttl, err = jvm.TTL(ctx, lock)
+	require.NoError(t, err)
+	require.Equal(t, int64(-2), ttl)
+
+	// Mutual exclusion: GET/SET increments from two threads do not get lost.
+	key := "it:{" + version + "}:counter"
+	w1 := jvm.Send("incr", "W1", lock, key, 15, time.Millisecond)
+	w2 := jvm.Send("incr", "W2", lock, key, 15, time.Millisecond)
+	_, err = w1.Wait(ctx)
+	require.NoError(t, err)
+	_, err = w2.Wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"30"}, redis.cli(t, "GET", key))
+
+	// sleep on a thread delays that thread only; plain sleep holds back intake.
+	slow := jvm.Send("sleep", "T1", 300*time.Millisecond)
+	_, err = jvm.Do(ctx, "islocked", lock)
+	require.NoError(t, err)
+	select {
+	case <-slow.Done():
+		t.Fatal("sleep on T1 finished before an islocked sent after it")
+	default:
+	}
+	_, err = slow.Wait(ctx)
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = jvm.Do(ctx, "sleep", 50*time.Millisecond)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
+
+	// Bad input comes back as a Java error, and the JVM carries on.
+	_, err = jvm.Do(ctx, "nosuchcommand")
+	require.True(t, driver.IsJavaError(err, "IllegalArgumentException"), "%v", err)
+	_, err = jvm.Do(ctx, "lock", "T1")
+	require.True(t, driver.IsJavaError(err, "IllegalArgumentException"), "%v", err)
+	_, err = jvm.Do(ctx, "lock", "T1", "has space")
+	require.Error(t, err)
+}
+
+func TestKill(t *testing.T) {
+	if _, err := exec.LookPath("java"); err != nil {
+		skipOrFail(t, "java not on PATH")
+	}
+	versions, err := driver.Versions()
+	require.NoError(t, err)
+	v := versions[0]
+	if err := driver.CheckBuilt(v); err != nil {
+		skipOrFail(t, "%v", err)
+	}
+	redis := startRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	jvm, err := driver.Start(ctx, driver.Config{Version: v, RedisAddrs: []string{redis.addr}, WatchdogTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	require.NoError(t, jvm.Lock(ctx, "T1", "it:kill"))
+	blocked := jvm.Send("lock", "T2", "it:kill")
+
+	require.NoError(t, jvm.Kill())
+	_, err = blocked.Wait(ctx)
+	require.ErrorIs(t, err, driver.ErrExited)
+	_, err = jvm.Do(ctx, "clientid")
+	require.ErrorIs(t, err, driver.ErrExited)
+	require.NoError(t, jvm.Close())
+
+	// Nobody renews the lease any more: the lock expires within the 2s watchdog timeout.
+	require.Eventually(t, func() bool {
+		return redis.cli(t, "EXISTS", "it:kill")[0] == "0"
+	}, 5*time.Second, 100*time.Millisecond)
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

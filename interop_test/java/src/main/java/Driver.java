@@ -1,0 +1,487 @@
+import java.io.BufferedReader;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
+import java.security.CodeSource;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.redisson.Redisson;
+import org.redisson.api.RBucket;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
+import org.redisson.config.ClusterServersConfig;
+import org.redisson.config.Config;
+
+/**
+ * Redisson interop driver, controlled line by line over stdin/stdout by the Go
+ * package github.com/goredisson/locks/interop_test/driver.
+ *
+ * <pre>
+ * java -cp 'driver.jar:lib-VERSION/*' Driver ADDRS WATCHDOG_MS single|cluster
+ *   ADDRS        host:port (single) or comma-separated host:port list (cluster);
+ *                a redis:// prefix is added when missing
+ *   WATCHDOG_MS  Config.setLockWatchdogTimeout; 0 or less keeps Redisson's default
+ * </pre>
+ *
+ * Once Redisson is connected the driver prints {@code ready VERSION} (the
+ * Redisson version found on the class path). Then every stdin line is
+ * {@code ID CMD ARGS...} and gets exactly one stdout line {@code ID ok [VALUE]} or
+ * {@code ID err EXCEPTION_SIMPLE_NAME [MESSAGE ON ONE LINE]}. Replies to
+ * commands on different threads may come out of order: match them by ID.
+ *
+ * <p>Commands naming a thread T run, in order, on one long-lived Java thread per
+ * name (created on first use); commands for different threads run concurrently.
+ * Commands without a thread run in order on one internal thread.
+ *
+ * <pre>
+ * lock T name                    RLock.lock()                          ok
+ * locklease T name leaseMs       RLock.lock(leaseMs, MILLISECONDS)     ok
+ * trylock T name waitMs leaseMs  waitMs &lt; 0: RLock.tryLock();
+ *                                else tryLock(waitMs, leaseMs, MILLISECONDS)
+ *                                (leaseMs -1 = watchdog)               ok true|false
+ * unlock T name                  RLock.unlock()                        ok
+ * holdcount T name               RLock.getHoldCount()                  ok 3
+ * isheld T name                  RLock.isHeldByCurrentThread()         ok true|false
+ * threadid T                     Java thread id of T                   ok 42
+ * incr T name key n sleepMs      n times { lock name; v = GET key (StringCodec bucket);
+ *                                sleep sleepMs; SET key v+1; unlock }  ok LAST_VALUE_SET
+ * sleep T ms                     sleep on thread T                     ok
+ * sleep ms                       sleep on the stdin reader: delays the intake of all
+ *                                later commands                        ok
+ * forceunlock name               RLock.forceUnlock()                   ok true|false
+ * islocked name                  RLock.isLocked()                      ok true|false
+ * ttl name                       RLock.remainTimeToLive() (ms; -2 none, -1 no expiry) ok 9876
+ * clientid                       Redisson's client id, the prefix of lock hash fields
+ *                                CLIENTID:THREADID                     ok UUID
+ * info                           ok version=V clientidsrc=HOW java=J
+ * quit                           shuts Redisson down, replies, exits 0 ok
+ * </pre>
+ *
+ * End of stdin shuts down and exits 0 too. Logging goes to stderr only
+ * (slf4j-simple, WARN); System.out is redirected to stderr so that nothing but
+ * protocol replies can reach stdout.
+ */
+public final class Driver {
+    private static final String MAIN_WORKER = "@driver";
+
+    private static PrintStream protocolOut;
+    private static RedissonClient client;
+    private static String clientId;
+    private static String clientIdSource;
+    private static final Map<String, Worker> workers = new HashMap<>(); // reader thread only
+
+    private Driver() {}
+
+    public static void main(String[] args) throws Exception {
+        protocolOut = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
+        System.setOut(System.err);
+
+        if (args.length != 3) {
+            System.err.println("usage: Driver ADDRS WATCHDOG_MS single|cluster");
+            System.exit(2);
+        }
+        String[] addrs = args[0].split(",");
+        long watchdogMs = Long.parseLong(args[1]);
+        String mode = args[2];
+
+        Config config = new Config();
+        if (watchdogMs > 0) {
+            config.setLockWatchdogTimeout(watchdogMs);
+        }
+        switch (mode) {
+            case "single":
+                if (addrs.length != 1) {
+                    System.err.println("single mode takes exactly one address, got " + args[0]);
+                    System.exit(2);
+                }
+                config.useSingleServer().setAddress(url(addrs[0]));
+                break;
+            case "cluster":
+                ClusterServersConfig cc = config.useClusterServers();
+                for (String a : addrs) {
+                    cc.addNodeAddress(url(a));
+                }
+                break;
+            default:
+                System.err.println("mode must be single or cluster, got " + mode);
+                System.exit(2);
+        }
+
+        try {
+            client = Redisson.create(config);
+        } catch (Throwable t) {
+            System.err.println("driver: cannot start Redisson " + redissonVersion() + " (" + mode + " " + args[0] + "): " + t);
+            t.printStackTrace();
+            System.exit(1);
+        }
+        resolveClientId();
+        reply("ready " + redissonVersion());
+
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            line = line.trim();
+            if (line.isEmpty()) {
+                continue;
+            }
+            String[] f = line.split("\\s+");
+            String id = f[0];
+            if (f.length < 2) {
+                reply(id + " err IllegalArgumentException missing command");
+                continue;
+            }
+            dispatch(id, f[1], Arrays.copyOfRange(f, 2, f.length));
+        }
+        shutdown();
+        System.exit(0);
+    }
+
+    private static String url(String addr) {
+        return addr.contains("://") ? addr : "redis://" + addr;
+    }
+
+    private static void dispatch(String id, String cmd, String[] a) {
+        switch (cmd) {
+            case "quit":
+                shutdown();
+                reply(id + " ok");
+                System.exit(0);
+                return;
+            case "sleep":
+                if (a.length == 1) { // on the reader: holds back every later command
+                    run(id, () -> {
+                        Thread.sleep(parseLong(a[0]));
+                        return null;
+                    });
+                    return;
+                }
+                worker(a).submit(id, () -> exec(cmd, a));
+                return;
+            case "lock":
+            case "locklease":
+            case "trylock":
+            case "unlock":
+            case "holdcount":
+            case "isheld":
+            case "threadid":
+            case "incr":
+                worker(a).submit(id, () -> exec(cmd, a));
+                return;
+            default:
+                workerNamed(MAIN_WORKER).submit(id, () -> exec(cmd, a));
+        }
+    }
+
+    private static Worker worker(String[] a) {
+        if (a.length == 0) {
+            // Run on the main worker: exec reports the usage error in order.
+            return workerNamed(MAIN_WORKER);
+        }
+        return workerNamed(a[0]);
+    }
+
+    private static Worker workerNamed(String name) {
+        return workers.computeIfAbsent(name, Worker::new);
+    }
+
+    /** Executes one command on the current thread; returns the ok value or null. */
+    private static String exec(String cmd, String[] a) throws Exception {
+        switch (cmd) {
+            case "lock":
+                need(a, 2, "lock T name");
+                client.getLock(a[1]).lock();
+                return null;
+            case "locklease":
+                need(a, 3, "locklease T name leaseMs");
+                client.getLock(a[1]).lock(parseLong(a[2]), TimeUnit.MILLISECONDS);
+                return null;
+            case "trylock": {
+                need(a, 4, "trylock T name waitMs leaseMs");
+                long waitMs = parseLong(a[2]);
+                long leaseMs = parseLong(a[3]);
+                RLock l = client.getLock(a[1]);
+                boolean ok = waitMs < 0 ? l.tryLock() : l.tryLock(waitMs, leaseMs, TimeUnit.MILLISECONDS);
+                return Boolean.toString(ok);
+            }
+            case "unlock":
+                need(a, 2, "unlock T name");
+                client.getLock(a[1]).unlock();
+                return null;
+            case "holdcount":
+                need(a, 2, "holdcount T name");
+                return Integer.toString(client.getLock(a[1]).getHoldCount());
+            case "isheld":
+                need(a, 2, "isheld T name");
+                return Boolean.toString(client.getLock(a[1]).isHeldByCurrentThread());
+            case "threadid":
+                need(a, 1, "threadid T");
+                return Long.toString(currentThreadId());
+            case "incr":
+                need(a, 5, "incr T name key n sleepMs");
+                return incr(a[1], a[2], parseLong(a[3]), parseLong(a[4]));
+            case "sleep":
+                need(a, 2, "sleep [T] ms");
+                Thread.sleep(parseLong(a[1]));
+                return null;
+            case "forceunlock":
+                need(a, 1, "forceunlock name");
+                return Boolean.toString(client.getLock(a[0]).forceUnlock());
+            case "islocked":
+                need(a, 1, "islocked name");
+                return Boolean.toString(client.getLock(a[0]).isLocked());
+            case "ttl":
+                need(a, 1, "ttl name");
+                return Long.toString(client.getLock(a[0]).remainTimeToLive());
+            case "clientid":
+                need(a, 0, "clientid");
+                return clientId;
+            case "info":
+                need(a, 0, "info");
+                return "version=" + redissonVersion() + " clientidsrc=" + clientIdSource
+                        + " java=" + System.getProperty("java.version");
+            default:
+                throw new IllegalArgumentException("unknown command " + cmd);
+        }
+    }
+
+    private static String incr(String lockName, String key, long n, long sleepMs) throws InterruptedException {
+        RLock lock = client.getLock(lockName);
+        RBucket<String> bucket = client.getBucket(key, StringCodec.INSTANCE);
+        long v = 0;
+        for (long i = 0; i < n; i++) {
+            lock.lock();
+            try {
+                String s = bucket.get();
+                v = s == null ? 0 : Long.parseLong(s);
+                if (sleepMs > 0) {
+                    Thread.sleep(sleepMs);
+                }
+                v++;
+                bucket.set(Long.toString(v));
+            } finally {
+                lock.unlock();
+            }
+        }
+        return Long.toString(v);
+    }
+
+    @SuppressWarnings("deprecation") // Thread.getId: threadId() is Java 19+
+    private static long currentThreadId() {
+        return Thread.currentThread().getId();
+    }
+
+    private static void need(String[] a, int n, String usage) {
+        if (a.length != n) {
+            throw new IllegalArgumentException("usage: " + usage);
+        }
+    }
+
+    private static long parseLong(String s) {
+        try {
+            return Long.parseLong(s);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not an integer: " + s);
+        }
+    }
+
+    // ---- replies ----
+
+    interface Command {
+        String call() throws Exception;
+    }
+
+    private static void run(String id, Command c) {
+        String r;
+        try {
+            String v = c.call();
+            r = v == null ? id + " ok" : id + " ok " + v;
+        } catch (Throwable t) {
+            t = unwrap(t);
+            String msg = t.getMessage() == null ? "" : t.getMessage().replaceAll("\\s+", " ").trim();
+            r = id + " err " + t.getClass().getSimpleName() + (msg.isEmpty() ? "" : " " + msg);
+            if (t instanceof Error && !(t instanceof AssertionError)) {
+                t.printStackTrace(); // e.g. NoSuchMethodError: worth a stack on stderr
+            }
+        }
+        reply(r);
+    }
+
+    private static Throwable unwrap(Throwable t) {
+        while ((t instanceof CompletionException || t instanceof ExecutionException
+                || t instanceof InvocationTargetException) && t.getCause() != null) {
+            t = t.getCause();
+        }
+        return t;
+    }
+
+    private static synchronized void reply(String line) {
+        protocolOut.print(line);
+        protocolOut.print('\n');
+        protocolOut.flush();
+    }
+
+    // ---- threads ----
+
+    private static final class Worker implements Runnable {
+        private final LinkedBlockingQueue<Runnable> queue = new LinkedBlockingQueue<>();
+
+        Worker(String name) {
+            Thread t = new Thread(this, name);
+            t.setDaemon(true);
+            t.start();
+        }
+
+        void submit(String id, Command c) {
+            queue.add(() -> Driver.run(id, c));
+        }
+
+        @Override
+        public void run() {
+            for (;;) {
+                Runnable r;
+                try {
+                    r = queue.take();
+                } catch (InterruptedException e) {
+                    return;
+                }
+                r.run();
+            }
+        }
+    }
+
+    // ---- version-dependent bits, all through reflection or public API ----
+
+    private static void shutdown() {
+        try {
+            client.shutdown(0, 2, TimeUnit.SECONDS);
+        } catch (Throwable t) {
+            System.err.println("driver: shutdown: " + t);
+        }
+    }
+
+    /** The Redisson version on the class path, from the jar manifest or the jar's file name. */
+    static String redissonVersion() {
+        String v = Redisson.class.getPackage().getImplementationVersion();
+        if (v != null && !v.isEmpty()) {
+            return v;
+        }
+        CodeSource cs = Redisson.class.getProtectionDomain().getCodeSource();
+        if (cs != null && cs.getLocation() != null) {
+            Matcher m = Pattern.compile("redisson-([0-9][^/]*)\\.jar$").matcher(cs.getLocation().getPath());
+            if (m.find()) {
+                return m.group(1);
+            }
+        }
+        return "unknown";
+    }
+
+    /**
+     * Finds the id Redisson puts in front of ":threadId" in lock hash fields.
+     * Tries, in order: RedissonClient.getId() (public API, 3.x newer lines and 4.x),
+     * Redisson.getServiceManager().getId(), Redisson.getConnectionManager().getId()
+     * (old lines, returns a UUID). As a last resort it takes a lock and reads
+     * the hash field back. Each reflective result is cross-checked against the
+     * lock hash once at startup; a mismatch is reported on stderr and the
+     * hash-derived id wins.
+     */
+    private static void resolveClientId() {
+        List<String> tried = new ArrayList<>();
+        String id = null;
+        String[][] paths = {
+            {"getId"},
+            {"getServiceManager", "getId"},
+            {"getConnectionManager", "getId"},
+        };
+        for (String[] path : paths) {
+            Object o = client;
+            try {
+                for (String m : path) {
+                    Method meth = findMethod(o.getClass(), m);
+                    o = meth.invoke(o);
+                }
+            } catch (Throwable t) {
+                tried.add(String.join(".", path) + ": " + unwrap(t));
+                continue;
+            }
+            if (o != null) {
+                id = o.toString();
+                clientIdSource = String.join(".", path);
+                break;
+            }
+        }
+        String fromHash = clientIdFromLockHash();
+        if (id == null) {
+            System.err.println("driver: no client id accessor worked: " + tried);
+            id = fromHash;
+            clientIdSource = "lockhash";
+        } else if (fromHash != null && !fromHash.equals(id)) {
+            System.err.println("driver: " + clientIdSource + " gave " + id + " but the lock hash says " + fromHash);
+            id = fromHash;
+            clientIdSource = "lockhash";
+        }
+        clientId = id;
+    }
+
+    private static Method findMethod(Class<?> c, String name) throws NoSuchMethodException {
+        // Prefer a public interface/superclass declaration so setAccessible is not needed.
+        try {
+            Method m = c.getMethod(name);
+            try {
+                m.setAccessible(true); // the implementing class may not be public
+            } catch (RuntimeException ignored) {
+                // fine for public classes
+            }
+            return m;
+        } catch (NoSuchMethodException e) {
+            for (Class<?> k = c; k != null; k = k.getSuperclass()) {
+                try {
+                    Method m = k.getDeclaredMethod(name);
+                    m.setAccessible(true);
+                    return m;
+                } catch (NoSuchMethodException ignored) {
+                    // keep looking
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** Takes a throwaway lock, reads its single hash field CLIENTID:THREADID, releases it. */
+    private static String clientIdFromLockHash() {
+        String name = "goredisson:interop:clientid:" + java.util.UUID.randomUUID();
+        RLock l = client.getLock(name);
+        try {
+            l.lock(30, TimeUnit.SECONDS);
+            try {
+                Iterable<String> fields = client.<String, String>getMap(name, StringCodec.INSTANCE).keySet();
+                String suffix = ":" + currentThreadId();
+                for (String f : fields) {
+                    if (f.endsWith(suffix)) {
+                        return f.substring(0, f.length() - suffix.length());
+                    }
+                }
+                return null;
+            } finally {
+                l.unlock();
+            }
+        } catch (Throwable t) {
+            System.err.println("driver: reading the client id from a lock hash failed: " + unwrap(t));
+            return null;
+        }
+    }
+}

@@ -1,0 +1,421 @@
+// Package pubsub shares one Redis subscription per channel among all the
+// local waiters of a client, the way Redisson's LockPubSub does.
+//
+// A Hub subscribes to a channel when its first waiter arrives and
+// unsubscribes when its last waiter leaves. Messages wake local waiters:
+// "0" wakes exactly one, "1" wakes every waiter that is waiting at that
+// moment; other payloads are ignored. A wake that arrives while nobody waits
+// is kept as a permit, so the next Wait returns at once (one harmless extra
+// attempt for the caller, never a missed unlock).
+//
+// All subscriptions ride on rueidis' own pub/sub connection (Client.Receive),
+// not one connection per waiter. When rueidis reconnects and subscribes again,
+// or the server drops a subscription (a sharded channel whose slot moved),
+// the Hub subscribes again and wakes every waiter, since messages may have
+// been lost in between. Callers must still bound every wait (by the lock's
+// TTL): a wake-up is a hint, never a guarantee.
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// ErrClosed is returned by Subscribe and Wait once the Hub is closed.
+var ErrClosed = errors.New("pubsub: hub closed")
+
+// unsubscribeTimeout bounds the UNSUBSCRIBE sent when a channel's last
+// waiter leaves.
+const unsubscribeTimeout = 5 * time.Second
+
+// Hub multiplexes channel subscriptions for one rueidis client. It is safe
+// for concurrent use.
+type Hub struct {
+	client  rueidis.Client
+	sharded bool
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+// New returns a Hub that subscribes through client; with sharded it uses
+// SSUBSCRIBE/SUNSUBSCRIBE (Redis 7 cluster), otherwise SUBSCRIBE/UNSUBSCRIBE.
+// A nil logger discards logs.
+func New(client rueidis.Client, sharded bool, log *slog.Logger) *Hub {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Hub{client: client, sharded: sharded, log: log, entries: make(map[string]*entry)}
+}
+
+// entry is one channel's subscription and its local waiters.
+type entry struct {
+	hub     *Hub
+	channel string
+	cancel  context.CancelFunc
+	ready   chan struct{} // closed once subscribed, or when subscribing failed
+	done    chan struct{} // closed when the receive loop has returned
+
+	// guarded by hub.mu
+	refs    int
+	closing bool
+
+	mu        sync.Mutex // guards the fields below
+	confirmed bool       // ready is closed
+	err       error      // why subscribing failed; read after ready is closed
+	permits   int
+	waiters   []*Sub
+	closed    bool
+}
+
+// Sub is one waiter's share of a channel subscription. A Sub is used by one
+// goroutine at a time.
+type Sub struct {
+	e    *entry
+	wake chan struct{}
+	done bool
+}
+
+// Subscribe returns a share of the subscription to channel, subscribing on
+// the server if this is the first share. It returns once the server has
+// confirmed the subscription, so a message published after Subscribe returns
+// reaches the waiter. The caller must Release the Sub.
+func (h *Hub) Subscribe(ctx context.Context, channel string) (*Sub, error) {
+	for {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return nil, ErrClosed
+		}
+		e := h.entries[channel]
+		if e != nil && e.closing {
+			// The previous subscription is still being torn down; a new
+			// SUBSCRIBE must not race its UNSUBSCRIBE on the connection.
+			h.mu.Unlock()
+			select {
+			case <-e.done:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if e == nil {
+			e = h.start(channel)
+		}
+		e.refs++
+		h.mu.Unlock()
+
+		s := &Sub{e: e, wake: make(chan struct{}, 1)}
+		select {
+		case <-e.ready:
+			if e.err != nil {
+				s.Release()
+				return nil, e.err
+			}
+			return s, nil
+		case <-ctx.Done():
+			s.Release()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// start creates the entry for channel and its receive loop; h.mu is held.
+func (h *Hub) start(channel string) *entry {
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &entry{hub: h, channel: channel, cancel: cancel, ready: make(chan struct{}), done: make(chan struct{})}
+	h.entries[channel] = e
+	h.wg.Add(1)
+	go e.run(ctx)
+	return e
+}
+
+// Release gives the share back. The last Release of a channel unsubscribes.
+// Release is idempotent.
+func (s *Sub) Release() {
+	h := s.e.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.done {
+		return
+	}
+	s.done = true
+	s.e.refs--
+	if s.e.refs == 0 && !s.e.closing {
+		s.e.closing = true
+		s.e.cancel()
+	}
+}
+
+// Wait blocks until a message wakes this waiter, d elapses (d < 0: no time
+// limit), or ctx ends. It reports whether it was woken; ctx's error or
+// ErrClosed come back as errors.
+func (s *Sub) Wait(ctx context.Context, d time.Duration) (bool, error) {
+	e := s.e
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return false, ErrClosed
+	}
+	if e.permits > 0 {
+		e.permits--
+		e.mu.Unlock()
+		return true, nil
+	}
+	e.waiters = append(e.waiters, s)
+	e.mu.Unlock()
+
+	var timeout <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var err error
+	select {
+	case <-s.wake:
+		return true, e.closedErr()
+	case <-timeout:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.removeWaiter(s) {
+		return false, err
+	}
+	// A wake was sent to us while we were giving up: take it.
+	<-s.wake
+	if err != nil && !e.closed {
+		e.signalOne() // pass it on, we are leaving
+		return false, err
+	}
+	if e.closed {
+		return false, ErrClosed
+	}
+	return true, nil
+}
+
+func (e *entry) closedErr() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// removeWaiter drops s from the queue and reports whether it was there;
+// e.mu is held.
+func (e *entry) removeWaiter(s *Sub) bool {
+	for i, w := range e.waiters {
+		if w == s {
+			copy(e.waiters[i:], e.waiters[i+1:])
+			e.waiters[len(e.waiters)-1] = nil
+			e.waiters = e.waiters[:len(e.waiters)-1]
+			return true
+		}
+	}
+	return false
+}
+
+// signalOne wakes the longest waiting waiter, or keeps a permit for the next
+// one; e.mu is held.
+func (e *entry) signalOne() {
+	if len(e.waiters) > 0 {
+		w := e.waiters[0]
+		copy(e.waiters, e.waiters[1:])
+		e.waiters[len(e.waiters)-1] = nil
+		e.waiters = e.waiters[:len(e.waiters)-1]
+		w.wake <- struct{}{}
+		return
+	}
+	e.hub.mu.Lock()
+	limit := e.refs
+	e.hub.mu.Unlock()
+	if e.permits < limit {
+		e.permits++
+	}
+}
+
+// signalAll wakes every current waiter; e.mu is held.
+func (e *entry) signalAll() {
+	for i, w := range e.waiters {
+		w.wake <- struct{}{}
+		e.waiters[i] = nil
+	}
+	e.waiters = e.waiters[:0]
+}
+
+func (e *entry) onMessage(m rueidis.PubSubMessage) {
+	switch m.Message {
+	case "0":
+		e.mu.Lock()
+		e.signalOne()
+		e.mu.Unlock()
+	case "1":
+		e.mu.Lock()
+		e.signalAll()
+		e.mu.Unlock()
+	}
+}
+
+// onSubscribed runs for every subscribe confirmation. The first one makes
+// the entry ready; later ones follow a reconnect, after which messages may
+// have been lost, so every waiter is woken to try again.
+func (e *entry) onSubscribed() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.markReady(nil) {
+		e.resync()
+	}
+}
+
+// markReady closes ready with the subscription's outcome, once; it reports
+// whether this call did it. e.mu is held.
+func (e *entry) markReady(err error) bool {
+	if e.confirmed {
+		return false
+	}
+	e.confirmed = true
+	e.err = err
+	close(e.ready)
+	return true
+}
+
+// resync wakes every waiter and leaves a permit for waiters about to wait;
+// e.mu is held.
+func (e *entry) resync() {
+	e.signalAll()
+	e.hub.mu.Lock()
+	e.permits = e.refs
+	e.hub.mu.Unlock()
+}
+
+func (h *Hub) subscribeCmd(channel string) rueidis.Completed {
+	if h.sharded {
+		return h.client.B().Ssubscribe().Channel(channel).Build()
+	}
+	return h.client.B().Subscribe().Channel(channel).Build()
+}
+
+func (h *Hub) unsubscribeCmd(c rueidis.CommandClient, channel string) rueidis.Completed {
+	if h.sharded {
+		return c.B().Sunsubscribe().Channel(channel).Build()
+	}
+	return c.B().Unsubscribe().Channel(channel).Build()
+}
+
+// run keeps the channel subscribed until the entry is cancelled, then
+// unsubscribes on the connection that carried the subscription.
+func (e *entry) run(ctx context.Context) {
+	h := e.hub
+	defer h.wg.Done()
+	defer close(e.done)
+	defer e.cancel()
+	defer func() {
+		h.mu.Lock()
+		if h.entries[e.channel] == e {
+			delete(h.entries, e.channel)
+		}
+		h.mu.Unlock()
+	}()
+
+	rctx := rueidis.WithOnSubscriptionHook(ctx, func(s rueidis.PubSubSubscription) {
+		if (s.Kind == "subscribe" || s.Kind == "ssubscribe") && s.Channel == e.channel {
+			e.onSubscribed()
+		}
+	})
+	rctx = rueidis.WithOnReceiveReturnHook(rctx, func(err error, c rueidis.CommandClient) error {
+		if ctx.Err() != nil {
+			uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+			defer cancel()
+			if uerr := c.Do(uctx, h.unsubscribeCmd(c, e.channel)).Error(); uerr != nil {
+				h.log.Debug("pubsub: unsubscribe failed", "channel", e.channel, "err", uerr)
+			}
+		}
+		return err
+	})
+
+	backoff := 50 * time.Millisecond
+	for {
+		err := h.client.Receive(rctx, h.subscribeCmd(e.channel), e.onMessage)
+		if ctx.Err() != nil {
+			return
+		}
+		e.mu.Lock()
+		confirmed := e.confirmed
+		e.mu.Unlock()
+		if _, isRedis := rueidis.IsRedisErr(err); isRedis && !confirmed {
+			// The server refused the subscription itself (unknown command,
+			// ACL): report it to the subscribers rather than retry forever.
+			h.mu.Lock()
+			e.closing = true
+			h.mu.Unlock()
+			e.mu.Lock()
+			e.markReady(err)
+			e.mu.Unlock()
+			return
+		}
+		h.log.Debug("pubsub: subscription ended, subscribing again", "channel", e.channel, "err", err)
+		if confirmed {
+			e.mu.Lock()
+			e.resync()
+			e.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// Stats returns the number of channels this Hub is subscribed to (or
+// tearing down) and the number of shares (Subs) held on them.
+func (h *Hub) Stats() (channels, subs int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.entries {
+		subs += e.refs
+	}
+	return len(h.entries), subs
+}
+
+// Close unsubscribes every channel, wakes every waiter with ErrClosed and
+// waits for the receive loops to end. Further Subscribes fail with ErrClosed.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		h.wg.Wait()
+		return
+	}
+	h.closed = true
+	entries := make([]*entry, 0, len(h.entries))
+	for _, e := range h.entries {
+		entries = append(entries, e)
+		e.closing = true
+		e.cancel()
+	}
+	h.mu.Unlock()
+	for _, e := range entries {
+		e.mu.Lock()
+		e.closed = true
+		e.signalAll()
+		e.markReady(ErrClosed)
+		e.mu.Unlock()
+	}
+	h.wg.Wait()
+}

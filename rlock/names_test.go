@@ -1,0 +1,61 @@
+package rlock
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestDerivedNames(t *testing.T) {
+	assert.Equal(t, "redisson_lock__channel:{orders}", ChannelName("orders"))
+	assert.Equal(t, "redisson_lock__channel:{user42}:cart", ChannelName("{user42}:cart"))
+	// The naive contains("{") test: no braces added even for a broken tag.
+	assert.Equal(t, "redisson_lock__channel:a{b", ChannelName("a{b"))
+	id := "0123456789abcdef0123456789abcdef"
+	assert.Equal(t, "redisson_unlock_latch:{orders}:"+id, LatchName("orders", id))
+	assert.Equal(t, "redisson_unlock_latch:{user42}:cart:"+id, LatchName("{user42}:cart", id))
+}
+
+func TestSlot(t *testing.T) {
+	// Values from Redis' CLUSTER KEYSLOT.
+	assert.Equal(t, uint16(12182), Slot("foo"))
+	assert.Equal(t, uint16(5061), Slot("bar"))
+	assert.Equal(t, Slot("user1000"), Slot("{user1000}.following"))
+	assert.Equal(t, Slot("{}x"), Slot("{}x"))
+	assert.NotEqual(t, Slot("x"), Slot("{}x"), "an empty tag hashes the whole key")
+}
+
+func TestCheckName(t *testing.T) {
+	for _, name := range []string{"a", "orders:42", "{user42}:cart", "x}{y}", "héllo", "\xff\xfe"} {
+		assert.NoError(t, checkName(name, true), name)
+	}
+	for _, name := range []string{"a{b", "{}x", "{", "ab{"} {
+		err := checkName(name, true)
+		assert.True(t, errors.Is(err, ErrInvalidName), "%q: %v", name, err)
+		assert.NoError(t, checkName(name, false), "%q is fine outside a cluster", name)
+	}
+	assert.ErrorIs(t, checkName("", false), ErrInvalidName)
+}
+
+func TestRequestID(t *testing.T) {
+	a, b := requestID(), requestID()
+	assert.Regexp(t, "^[0-9a-f]{32}$", a)
+	assert.NotEqual(t, a, b)
+}
+
+func TestGoroutineID(t *testing.T) {
+	id := goroutineID()
+	assert.Positive(t, id)
+	assert.Equal(t, id, goroutineID())
+	other := make(chan int64)
+	go func() { other <- goroutineID() }()
+	assert.NotEqual(t, id, <-other)
+}
+
+func BenchmarkGoroutineID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		goroutineID()
+	}
+}

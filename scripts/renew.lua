@@ -1,0 +1,19 @@
+-- renew: extend the TTL of a batch of watchdog-held locks (contract 1.7).
+--
+-- KEYS[1..n]  lock keys (on a cluster, all in one hash slot)
+-- ARGV[1]     lease in milliseconds (the watchdog timeout)
+-- ARGV[i+1]   owner field "<clientId>:<ownerId>" for KEYS[i]
+--
+-- Returns an array of n integers: 1 where ARGV[i+1] still held KEYS[i] and its
+-- TTL was set to ARGV[1], 0 where the field was gone (the hold is lost).
+-- Idempotent: safe to resend.
+local result = {}
+for i = 1, #KEYS do
+    if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then
+        redis.call('pexpire', KEYS[i], ARGV[1])
+        result[i] = 1
+    else
+        result[i] = 0
+    end
+end
+return result

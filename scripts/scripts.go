@@ -1,0 +1,125 @@
+// Package scripts holds the Lua scripts that implement Redisson's lock
+// protocol on the server, embedded from .lua files, and a small runner that
+// sends them as EVALSHA with a fallback to EVAL when the server answers
+// NOSCRIPT.
+//
+// Each .lua file starts with its KEYS, ARGV and replies. The scripts are
+// written from the protocol description, not copied from Redisson: Redis and
+// Java care only about the data layout and the pub/sub traffic, not about the
+// script text or its SHA-1.
+//
+// Scripts are never marked retryable for rueidis: a script that is not
+// idempotent (acquire) must not be resent by the client library, and the
+// callers decide when a resend is safe (unlock with its latch key, renew).
+package scripts
+
+import (
+	"context"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+
+	"github.com/redis/rueidis"
+)
+
+var (
+	//go:embed acquire.lua
+	acquireText string
+	//go:embed unlock.lua
+	unlockText string
+	//go:embed force_unlock.lua
+	forceUnlockText string
+	//go:embed renew.lua
+	renewText string
+)
+
+// The lock scripts. See the header of each .lua file for KEYS, ARGV and
+// replies.
+var (
+	Acquire     = New("acquire", acquireText)
+	Unlock      = New("unlock", unlockText)
+	ForceUnlock = New("force_unlock", forceUnlockText)
+	Renew       = New("renew", renewText)
+)
+
+// Script is a Lua script with its SHA-1, safe for concurrent use.
+type Script struct {
+	name string
+	text string
+	sha1 string
+}
+
+// New returns a Script for text; name is used only in String.
+func New(name, text string) *Script {
+	sum := sha1.Sum([]byte(text))
+	return &Script{name: name, text: text, sha1: hex.EncodeToString(sum[:])}
+}
+
+// String returns the script's name.
+func (s *Script) String() string { return s.name }
+
+// Text returns the Lua source.
+func (s *Script) Text() string { return s.text }
+
+// SHA1 returns the hex SHA-1 of the source, as EVALSHA expects it.
+func (s *Script) SHA1() string { return s.sha1 }
+
+// Exec runs the script once with EVALSHA and, if the server does not know
+// the script yet, once more with EVAL. The NOSCRIPT reply proves that the
+// first attempt did not run, so the second never runs the script twice.
+func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
+	res := c.Do(ctx, s.evalsha(c, keys, args))
+	if isNoScript(res.Error()) {
+		res = c.Do(ctx, s.eval(c, keys, args))
+	}
+	return res
+}
+
+// Call is one execution of a script within ExecMulti.
+type Call struct {
+	Keys []string
+	Args []string
+}
+
+// ExecMulti pipelines one execution per call (EVALSHA, then EVAL for those
+// that got NOSCRIPT) and returns one result per call, in order. On a cluster
+// client each call's keys must share a slot; calls may go to different slots.
+func (s *Script) ExecMulti(ctx context.Context, c rueidis.Client, calls []Call) []rueidis.RedisResult {
+	if len(calls) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, len(calls))
+	for i, call := range calls {
+		cmds[i] = s.evalsha(c, call.Keys, call.Args)
+	}
+	res := c.DoMulti(ctx, cmds...)
+	var retry []int
+	for i, r := range res {
+		if isNoScript(r.Error()) {
+			retry = append(retry, i)
+		}
+	}
+	if len(retry) > 0 {
+		cmds = cmds[:0]
+		for _, i := range retry {
+			cmds = append(cmds, s.eval(c, calls[i].Keys, calls[i].Args))
+		}
+		for j, r := range c.DoMulti(ctx, cmds...) {
+			res[retry[j]] = r
+		}
+	}
+	return res
+}
+
+func (s *Script) evalsha(c rueidis.Client, keys, args []string) rueidis.Completed {
+	return c.B().Evalsha().Sha1(s.sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+func (s *Script) eval(c rueidis.Client, keys, args []string) rueidis.Completed {
+	return c.B().Eval().Script(s.text).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+}
+
+func isNoScript(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && re.IsNoScript()
+}
