@@ -3,33 +3,25 @@ package driver_test
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredisson/locks/internal/redistest"
 	"github.com/goredisson/locks/interop_test/driver"
 )
 
-// requiredEnv makes missing java/redis-server/jars a failure instead of a skip
-// (set it where the interop tests must run, e.g. CI after make deps).
-const requiredEnv = "GOREDISSON_INTEROP_REQUIRED"
-
-func skipOrFail(t *testing.T, format string, args ...any) {
+// missing fails the test: a missing java, redis-server or driver build is
+// an installation problem that `make deps` fixes, never a reason to skip.
+func missing(t *testing.T, format string, args ...any) {
 	t.Helper()
-	if os.Getenv(requiredEnv) != "" {
-		t.Fatalf(format, args...)
-	}
-	t.Skipf(format+" (set "+requiredEnv+"=1 to fail instead)", args...)
+	t.Fatalf(format+" (run `make deps`)", args...)
 }
 
 type redisServer struct {
@@ -40,70 +32,15 @@ type redisServer struct {
 // startRedis runs a throwaway redis-server on a free loopback port.
 func startRedis(t *testing.T) *redisServer {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		skipOrFail(t, "redis-server not on PATH")
-	}
 	if _, err := exec.LookPath("redis-cli"); err != nil {
-		skipOrFail(t, "redis-cli not on PATH")
+		missing(t, "redis-cli not on PATH")
 	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		port := l.Addr().(*net.TCPAddr).Port
-		require.NoError(t, l.Close())
-
-		var out bytes.Buffer
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--daemonize", "no")
-		cmd.Stdout, cmd.Stderr = &out, &out
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		require.NoError(t, cmd.Start())
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		if err := waitRedis(addr, exited); err != nil {
-			_ = cmd.Process.Kill()
-			<-exited
-			lastErr = fmt.Errorf("%v; output: %s", err, out.String())
-			continue
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			<-exited
-		})
-		return &redisServer{addr: addr, port: port}
-	}
-	t.Fatalf("could not start redis-server: %v", lastErr)
-	return nil
-}
-
-func waitRedis(addr string, exited <-chan struct{}) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			return errors.New("redis-server exited")
-		default:
-		}
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			_ = c.SetDeadline(time.Now().Add(time.Second))
-			_, err = c.Write([]byte("PING\r\n"))
-			buf := make([]byte, 7)
-			if err == nil {
-				_, err = c.Read(buf)
-			}
-			_ = c.Close()
-			if err == nil && string(buf) == "+PONG\r\n" {
-				return nil
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return errors.New("redis-server did not answer PING")
+	srv := redistest.Standalone(t)
+	_, portStr, err := net.SplitHostPort(srv.Addr)
+	require.NoError(t, err)
+	port, err := strconv.Atoi(portStr)
+	require.NoError(t, err)
+	return &redisServer{addr: srv.Addr, port: port}
 }
 
 // cli runs redis-cli --raw and returns its output lines.
@@ -144,7 +81,7 @@ func TestVersionsFile(t *testing.T) {
 
 func TestStartNotBuilt(t *testing.T) {
 	if _, err := exec.LookPath("java"); err != nil {
-		skipOrFail(t, "java not on PATH")
+		missing(t, "java not on PATH")
 	}
 	_, err := driver.Start(context.Background(), driver.Config{Version: "0.0.0-none", RedisAddrs: []string{"127.0.0.1:1"}})
 	require.ErrorIs(t, err, driver.ErrNotBuilt)
@@ -153,13 +90,13 @@ func TestStartNotBuilt(t *testing.T) {
 
 func TestDriverAgainstEachVersion(t *testing.T) {
 	if _, err := exec.LookPath("java"); err != nil {
-		skipOrFail(t, "java not on PATH")
+		missing(t, "java not on PATH")
 	}
 	versions, err := driver.Versions()
 	require.NoError(t, err)
 	for _, v := range versions {
 		if err := driver.CheckBuilt(v); err != nil {
-			skipOrFail(t, "%v", err)
+			missing(t, "%v", err)
 		}
 	}
 	redis := startRedis(t)
@@ -323,13 +260,13 @@ func testVersion(t *testing.T, redis *redisServer, version string) {
 
 func TestKill(t *testing.T) {
 	if _, err := exec.LookPath("java"); err != nil {
-		skipOrFail(t, "java not on PATH")
+		missing(t, "java not on PATH")
 	}
 	versions, err := driver.Versions()
 	require.NoError(t, err)
 	v := versions[0]
 	if err := driver.CheckBuilt(v); err != nil {
-		skipOrFail(t, "%v", err)
+		missing(t, "%v", err)
 	}
 	redis := startRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
