@@ -241,3 +241,29 @@ func waitForSubscribers(t *testing.T, e *env, channel string, n int64) {
 		return got == n
 	}, 10*time.Second, 5*time.Millisecond)
 }
+
+func TestInspect(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := e.client()
+	l := c.Lock("inspect")
+	info, err := l.Inspect(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, rlock.Info{Name: "inspect", TTL: rlock.TTLNotLocked}, info)
+
+	owner := rlock.WithOwner(ctx, 77)
+	require.NoError(t, l.Lock(owner))
+	require.NoError(t, l.Lock(owner))
+	got := make(chan error, 1)
+	go func() { got <- e.client().Lock("inspect").Lock(ctx) }()
+	waitForSubscribers(t, e, "redisson_lock__channel:{inspect}", 1)
+	info, err = l.Inspect(ctx)
+	require.NoError(t, err)
+	assert.True(t, info.Locked)
+	assert.Equal(t, []rlock.Holder{{ClientID: c.ID(), OwnerID: 77, Count: 2, Field: field(c, 77)}}, info.Holders)
+	assert.Greater(t, info.TTL, 29*time.Second)
+	assert.Equal(t, int64(1), info.Subscribers)
+	require.NoError(t, l.Unlock(owner))
+	require.NoError(t, l.Unlock(owner))
+	require.NoError(t, <-got)
+}
