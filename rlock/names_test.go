@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,18 +45,37 @@ func TestRequestID(t *testing.T) {
 	assert.NotEqual(t, a, b)
 }
 
+func TestGoroutineIDFastPath(t *testing.T) {
+	if runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64" {
+		assert.GreaterOrEqual(t, goidOffset, 0, "the goroutine id offset was not found: every lock call pays for runtime.Stack")
+	}
+}
+
 func TestGoroutineID(t *testing.T) {
 	id := goroutineID()
+	assert.Equal(t, slowGoroutineID(), id)
 	assert.Positive(t, id)
 	assert.Equal(t, id, goroutineID())
 	other := make(chan int64)
-	go func() { other <- goroutineID() }()
-	assert.NotEqual(t, id, <-other)
+	for range 100 {
+		go func() {
+			assert.Equal(t, slowGoroutineID(), goroutineID())
+			other <- goroutineID()
+		}()
+		assert.NotEqual(t, id, <-other)
+	}
 }
 
 func BenchmarkGoroutineID(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		goroutineID()
+	}
+}
+
+func BenchmarkSlowGoroutineID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		slowGoroutineID()
 	}
 }

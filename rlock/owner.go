@@ -26,12 +26,11 @@ func ownerOf(ctx context.Context) int64 {
 	return goroutineID()
 }
 
-// goroutineID returns the runtime's id of the calling goroutine, read from
-// the header line runtime.Stack writes ("goroutine 123 [running]:"). The
-// buffer lives on the stack and is too short for the traceback, which
-// runtime.Stack then cuts short, so the call costs well under a microsecond
-// and does not allocate.
-func goroutineID() int64 {
+// slowGoroutineID returns the runtime's id of the calling goroutine, read
+// from the header line runtime.Stack writes ("goroutine 123 [running]:").
+// It costs a couple of microseconds; goroutineID uses it only where it
+// cannot read the id directly (see goid_fast.go).
+func slowGoroutineID() int64 {
 	var buf [32]byte
 	b := buf[:runtime.Stack(buf[:], false)]
 	const prefix = len("goroutine ")

@@ -26,6 +26,8 @@ type env struct {
 	raw rueidis.Client // for raw commands, not used by any lock client
 }
 
+func redistestStandalone(tb testing.TB) *redistest.Server { return redistest.Standalone(tb) }
+
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	srv := redistest.Standalone(t)

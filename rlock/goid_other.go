@@ -1,0 +1,7 @@
+//go:build !amd64 && !arm64
+
+package rlock
+
+func goroutineID() int64 { return slowGoroutineID() }
+
+const goidOffset = -1
