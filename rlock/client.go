@@ -64,6 +64,7 @@ type config struct {
 	commandTimeout      time.Duration
 	subscriptionTimeout time.Duration
 	onLost              func(LostEvent)
+	sync                *replicaSync // nil: the default for the topology
 }
 
 // Option configures a Client.
@@ -206,11 +207,16 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 			return nil, err
 		}
 	}
+	mode := rc.Mode()
+	if cfg.sync == nil {
+		// Redisson skips WAIT only for single-server configs.
+		cfg.sync = defaultReplicaSync(mode == rueidis.ClientModeCluster || mode == rueidis.ClientModeSentinel)
+	}
 	c := &Client{
 		rc:         rc,
 		id:         uuid.NewString(),
 		cfg:        cfg,
-		cluster:    rc.Mode() == rueidis.ClientModeCluster,
+		cluster:    mode == rueidis.ClientModeCluster,
 		watchdogMs: strconv.FormatInt(cfg.watchdogTimeout.Milliseconds(), 10),
 		latches:    make(chan string, 4096),
 		stopBg:     make(chan struct{}),

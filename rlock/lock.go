@@ -97,7 +97,7 @@ func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (bool, er
 	}
 	start := time.Now()
 	field := l.c.field(ownerOf(ctx))
-	ttl, ok, err := l.try(ctx, field, lease)
+	ttl, ok, err := l.try(ctx, field, lease, false)
 	if ok || err != nil {
 		return ok, err
 	}
@@ -131,14 +131,22 @@ func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (bool, er
 	}
 	defer sub.Release()
 
+	backoff := 50 * time.Millisecond
 	for {
-		ttl, ok, err = l.try(ctx, field, lease)
-		if ok || err != nil {
-			return ok, err
-		}
+		ttl, ok, err = l.try(ctx, field, lease, true)
 		d := time.Duration(-1)
-		if ttl >= 0 {
+		var transient *transientError
+		switch {
+		case errors.As(err, &transient):
+			// Redis is unreachable for now (failover, restart): keep
+			// waiting, retrying with backoff, while the wait lasts.
+			l.c.cfg.logger.Debug("rlock: acquire attempt failed, retrying", "lock", l.name, "err", err)
+			d, backoff = backoff, min(2*backoff, time.Second)
+		case ok || err != nil:
+			return ok, err
+		case ttl >= 0:
 			d = time.Duration(ttl) * time.Millisecond
+			backoff = 50 * time.Millisecond
 		}
 		if wait > 0 {
 			r := remaining()
@@ -161,22 +169,58 @@ func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (bool, er
 	}
 }
 
-// try runs the acquire script once. It returns the holder's TTL in ms when
-// someone else holds the lock (-1: no expiry). When the lock was taken but
-// ctx ended meanwhile, it releases the lock again and returns ctx's error.
-func (l *Lock) try(ctx context.Context, field string, lease time.Duration) (ttl int64, ok bool, err error) {
+// try runs the acquire script once (with replica sync, until a replica
+// acknowledged it or the attempts ran out). It returns the holder's TTL in
+// ms when someone else holds the lock (-1: no expiry). When the lock was
+// taken but ctx ended meanwhile, it releases the lock again and returns
+// ctx's error.
+//
+// With resolve, a failed round trip (connection lost, timeout: the script
+// may or may not have run) is resolved by asking Redis whether field holds
+// the lock now; the caller must know that it did not hold it before (a
+// waiter that was told a TTL). An unresolved failure comes back as a
+// *transientError, which the caller may retry.
+func (l *Lock) try(ctx context.Context, field string, lease time.Duration, resolve bool) (ttl int64, ok bool, err error) {
 	leaseMs := l.c.watchdogMs
 	if lease > 0 {
 		leaseMs = strconv.FormatInt(lease.Milliseconds(), 10)
 	}
-	cctx, cancel := l.c.cmdCtx(ctx)
-	ttl, err = scripts.Acquire.Exec(cctx, l.c.rc, l.keys, []string{leaseMs, field}).AsInt64()
-	cancel()
-	if err == nil {
-		return ttl, false, nil
-	}
-	if !rueidis.IsRedisNil(err) {
-		return 0, false, fmt.Errorf("rlock: %q: acquire: %w", l.name, err)
+	args := []string{leaseMs, field}
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := l.c.cmdCtx(ctx)
+		r := l.c.exec(cctx, scripts.Acquire, l.keys, args)
+		cancel()
+		ttl, err = r.res.AsInt64()
+		if err == nil {
+			return ttl, false, nil
+		}
+		if !rueidis.IsRedisNil(err) {
+			err = fmt.Errorf("rlock: %q: acquire: %w", l.name, err)
+			if !resolve || !isRetryable(r.res.Error()) {
+				return 0, false, err
+			}
+			cctx, cancel := l.c.cmdCtx(ctx)
+			held, herr := l.c.rc.Do(cctx, l.c.rc.B().Hexists().Key(l.name).Field(field).Build()).AsBool()
+			cancel()
+			if herr != nil || !held {
+				return 0, false, &transientError{err}
+			}
+			break // the lost reply was a success
+		}
+		if !r.unsynced() {
+			break
+		}
+		// Acquired on the master only: a failover now would lose it.
+		// Release it and try again, as Redisson does.
+		if _, err := l.unlockScript(ctx, field, false); err != nil && !errors.Is(err, ErrNoSyncedReplicas) {
+			l.c.cfg.logger.Warn("rlock: releasing an unsynced acquisition failed", "lock", l.name, "err", err)
+		}
+		if attempt == l.c.cfg.sync.attempts {
+			return 0, false, fmt.Errorf("%w: %q: acquire: %d replica(s), %d attempt(s)", ErrNoSyncedReplicas, l.name, r.replicas, attempt)
+		}
+		if err := l.c.cfg.sync.sleep(ctx); err != nil {
+			return 0, false, err
+		}
 	}
 	// Acquired (or re-entered).
 	h := watchdog.Hold{Key: l.name, Field: field}
@@ -194,6 +238,13 @@ func (l *Lock) try(ctx context.Context, field string, lease time.Duration) (ttl 
 	}
 	return 0, true, nil
 }
+
+// transientError is an acquire attempt that failed in transit and did not
+// take the lock.
+type transientError struct{ err error }
+
+func (e *transientError) Error() string { return e.err.Error() }
+func (e *transientError) Unwrap() error { return e.err }
 
 // release undoes one acquisition for a caller that has gone.
 func (l *Lock) release(ctx context.Context, field string) {
@@ -220,23 +271,34 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return err
 }
 
-// unlock runs the unlock script and returns its result: true when the lock
-// was deleted, false when a level was released and the owner still holds it.
-func (l *Lock) unlock(ctx context.Context, field string) (bool, error) {
-	reqID := requestID()
-	latch := LatchName(l.name, reqID)
+// unlockScript runs the unlock script, retrying a failed round trip (and,
+// if syncRetry, a release no replica acknowledged) with the same request
+// id. It returns the script's reply: 1 deleted, 0 still held, or a Redis nil
+// error when field does not hold the lock.
+func (l *Lock) unlockScript(ctx context.Context, field string, syncRetry bool) (int64, error) {
+	latch := LatchName(l.name, requestID())
 	keys := []string{l.name, l.channel, latch}
 	args := []string{"0", strconv.FormatInt(l.leaseMs.Load(), 10), field, l.c.publish, l.c.latchTTL()}
-	var (
-		res int64
-		err error
-	)
+	attempts := max(unlockAttempts, l.c.cfg.sync.attempts)
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := l.c.cmdCtx(ctx)
-		res, err = scripts.Unlock.Exec(cctx, l.c.rc, keys, args).AsInt64()
+		r := l.c.exec(cctx, scripts.Unlock, keys, args)
 		cancel()
-		if !isRetryable(err) || attempt == unlockAttempts || ctx.Err() != nil {
-			break
+		res, err := r.res.AsInt64()
+		if err == nil || rueidis.IsRedisNil(err) {
+			l.c.dropLatch(latch)
+		}
+		switch {
+		case r.unsynced() && err == nil:
+			if !syncRetry || attempt >= l.c.cfg.sync.attempts {
+				return res, fmt.Errorf("%w: %q: unlock: %d replica(s), %d attempt(s)", ErrNoSyncedReplicas, l.name, r.replicas, attempt)
+			}
+			if l.c.cfg.sync.sleep(ctx) != nil {
+				return res, nil
+			}
+			continue
+		case !isRetryable(err) || attempt >= attempts || ctx.Err() != nil:
+			return res, err
 		}
 		l.c.cfg.logger.Debug("rlock: unlock failed, retrying with the same request id", "lock", l.name, "err", err)
 		select {
@@ -244,17 +306,20 @@ func (l *Lock) unlock(ctx context.Context, field string) (bool, error) {
 		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
 		}
 	}
+}
+
+// unlock releases one level and keeps the client's bookkeeping (watchdog,
+// lease, HoldContexts) in step. It returns true when the lock was deleted.
+func (l *Lock) unlock(ctx context.Context, field string) (bool, error) {
+	res, err := l.unlockScript(ctx, field, true)
+	if errors.Is(err, ErrNoSyncedReplicas) {
+		l.bookUnlock(field, res)
+		return res == 1, err
+	}
 	h := watchdog.Hold{Key: l.name, Field: field}
 	switch {
 	case err == nil:
-		l.c.dropLatch(latch)
-		l.c.wd.Remove(h)
-		if res == 1 {
-			l.leaseMs.Store(l.c.cfg.watchdogTimeout.Milliseconds())
-			l.c.holds.fire(h, fmt.Errorf("%w: %q", ErrUnlocked, l.name))
-		} else {
-			l.c.leased(h, time.Duration(l.leaseMs.Load())*time.Millisecond)
-		}
+		l.bookUnlock(field, res)
 		return res == 1, nil
 	case rueidis.IsRedisNil(err):
 		l.c.wd.Drop(h)
@@ -269,6 +334,18 @@ func (l *Lock) unlock(ctx context.Context, field string) (bool, error) {
 	}
 }
 
+// bookUnlock records a successful unlock script result.
+func (l *Lock) bookUnlock(field string, res int64) {
+	h := watchdog.Hold{Key: l.name, Field: field}
+	l.c.wd.Remove(h)
+	if res == 1 {
+		l.leaseMs.Store(l.c.cfg.watchdogTimeout.Milliseconds())
+		l.c.holds.fire(h, fmt.Errorf("%w: %q", ErrUnlocked, l.name))
+	} else {
+		l.c.leased(h, time.Duration(l.leaseMs.Load())*time.Millisecond)
+	}
+}
+
 // ForceUnlock deletes the lock whoever holds it, in any process, and wakes
 // one waiter. It reports whether the lock existed. Every hold of this client
 // on the lock stops being renewed, and their HoldContexts end with
@@ -278,7 +355,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		return false, l.err
 	}
 	cctx, cancel := l.c.cmdCtx(ctx)
-	res, err := scripts.ForceUnlock.Exec(cctx, l.c.rc, l.forceKeys, []string{"0", l.c.publish}).AsInt64()
+	res, err := l.c.exec(cctx, scripts.ForceUnlock, l.forceKeys, []string{"0", l.c.publish}).res.AsInt64()
 	cancel()
 	for _, h := range l.c.wd.DropKey(l.name) {
 		l.c.holds.fire(h, fmt.Errorf("%w: %q was force-unlocked", ErrLockLost, l.name))

@@ -68,9 +68,9 @@ func (s *Script) SHA1() string { return s.sha1 }
 // the script yet, once more with EVAL. The NOSCRIPT reply proves that the
 // first attempt did not run, so the second never runs the script twice.
 func (s *Script) Exec(ctx context.Context, c rueidis.Client, keys, args []string) rueidis.RedisResult {
-	res := c.Do(ctx, s.evalsha(c, keys, args))
+	res := c.Do(ctx, s.EvalSHA(c, keys, args))
 	if isNoScript(res.Error()) {
-		res = c.Do(ctx, s.eval(c, keys, args))
+		res = c.Do(ctx, s.Eval(c, keys, args))
 	}
 	return res
 }
@@ -90,7 +90,7 @@ func (s *Script) ExecMulti(ctx context.Context, c rueidis.Client, calls []Call) 
 	}
 	cmds := make(rueidis.Commands, len(calls))
 	for i, call := range calls {
-		cmds[i] = s.evalsha(c, call.Keys, call.Args)
+		cmds[i] = s.EvalSHA(c, call.Keys, call.Args)
 	}
 	res := c.DoMulti(ctx, cmds...)
 	var retry []int
@@ -102,7 +102,7 @@ func (s *Script) ExecMulti(ctx context.Context, c rueidis.Client, calls []Call) 
 	if len(retry) > 0 {
 		cmds = cmds[:0]
 		for _, i := range retry {
-			cmds = append(cmds, s.eval(c, calls[i].Keys, calls[i].Args))
+			cmds = append(cmds, s.Eval(c, calls[i].Keys, calls[i].Args))
 		}
 		for j, r := range c.DoMulti(ctx, cmds...) {
 			res[retry[j]] = r
@@ -111,11 +111,14 @@ func (s *Script) ExecMulti(ctx context.Context, c rueidis.Client, calls []Call) 
 	return res
 }
 
-func (s *Script) evalsha(c rueidis.Client, keys, args []string) rueidis.Completed {
+// EvalSHA builds the EVALSHA command for one execution, for callers that
+// pipeline it with other commands; on a NOSCRIPT reply they resend Eval.
+func (s *Script) EvalSHA(c rueidis.Client, keys, args []string) rueidis.Completed {
 	return c.B().Evalsha().Sha1(s.sha1).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 
-func (s *Script) eval(c rueidis.Client, keys, args []string) rueidis.Completed {
+// Eval builds the EVAL command for one execution.
+func (s *Script) Eval(c rueidis.Client, keys, args []string) rueidis.Completed {
 	return c.B().Eval().Script(s.text).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 }
 

@@ -1,0 +1,291 @@
+package rlock_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/internal/redistest"
+	"github.com/goredisson/locks/rlock"
+)
+
+// topo is a lock client on a cluster or sentinel rueidis client.
+func topoClient(t *testing.T, rc rueidis.Client, opts ...rlock.Option) *rlock.Client {
+	t.Helper()
+	c, err := rlock.New(rc, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	return c
+}
+
+func clusterRC(t *testing.T, cl *redistest.RedisCluster) rueidis.Client {
+	t.Helper()
+	rc, err := cl.Client(func(o *rueidis.ClientOption) { o.ClusterOption.ShardsRefreshInterval = 500 * time.Millisecond })
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// One cluster serves all the cluster subtests: starting one takes seconds.
+func TestCluster(t *testing.T) {
+	cl := redistest.Cluster(t)
+	ctx := context.Background()
+
+	t.Run("names across all slots", func(t *testing.T) {
+		rc := clusterRC(t, cl)
+		c := topoClient(t, rc)
+		require.True(t, c.PubSubSharded(), "auto mode must pick sharded pub/sub on a Redis 7 cluster")
+		slots := map[uint16]bool{}
+		var names []string
+		for i := 0; len(slots) < 200; i++ {
+			n := "slot-" + strconv.Itoa(i)
+			if !slots[rlock.Slot(n)/82] { // about 200 buckets of the slot space
+				slots[rlock.Slot(n)/82] = true
+				names = append(names, n)
+			}
+		}
+		names = append(names, "{user42}:cart", "{user42}:orders", "x}{y}z")
+		for _, n := range names {
+			l := c.Lock(n)
+			ok, err := l.TryLock(ctx, 0, 0)
+			require.NoError(t, err, n)
+			require.True(t, ok, n)
+			info, err := l.Inspect(ctx)
+			require.NoError(t, err)
+			require.Len(t, info.Holders, 1, n)
+			require.NoError(t, l.Unlock(ctx), n)
+		}
+		assert.Equal(t, rlock.Slot("{user42}:cart"), rlock.Slot(rlock.ChannelName("{user42}:cart")))
+		for _, bad := range []string{"a{b", "{}x"} {
+			assert.ErrorIs(t, c.Lock(bad).Lock(ctx), rlock.ErrInvalidName, bad)
+		}
+	})
+
+	t.Run("raw SPUBLISH wakes a waiter", func(t *testing.T) {
+		rc := clusterRC(t, cl)
+		c := topoClient(t, rc)
+		const name = "{user42}:cart"
+		raw := clusterRC(t, cl)
+		javaField := "6f1c2a1e-3b0a-4c55-9d7e-2f1f8b7a0c11:1"
+		require.NoError(t, raw.Do(ctx, raw.B().Hset().Key(name).FieldValue().FieldValue(javaField, "1").Build()).Error())
+		require.NoError(t, raw.Do(ctx, raw.B().Pexpire().Key(name).Milliseconds(600000).Build()).Error())
+		wctx, cancel := context.WithTimeout(rlock.WithOwner(ctx, 5), 20*time.Second)
+		defer cancel()
+		got := make(chan error, 1)
+		go func() { got <- c.Lock(name).Lock(wctx) }()
+		channel := rlock.ChannelName(name)
+		require.Eventually(t, func() bool {
+			v, err := raw.Do(ctx, raw.B().PubsubShardnumsub().Channel(channel).Build()).ToArray()
+			if err != nil || len(v) != 2 {
+				return false
+			}
+			n, _ := v[1].AsInt64()
+			return n == 1
+		}, 10*time.Second, 5*time.Millisecond)
+		require.NoError(t, raw.Do(ctx, raw.B().Del().Key(name).Build()).Error())
+		require.NoError(t, raw.Do(ctx, raw.B().Spublish().Channel(channel).Message("0").Build()).Error())
+		require.NoError(t, <-got, "the SPUBLISH must wake the waiter long before the 10 min TTL")
+		require.NoError(t, c.Lock(name).Unlock(rlock.WithOwner(ctx, 5)))
+	})
+
+	t.Run("watchdog keeps 1000 locks alive", func(t *testing.T) {
+		rc := clusterRC(t, cl)
+		c := topoClient(t, rc, rlock.WithWatchdogTimeout(time.Second))
+		const n = 1000
+		var wg sync.WaitGroup
+		for w := range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < n; i += 10 {
+					ok, err := c.Lock("wd-"+strconv.Itoa(i)).TryLock(rlock.WithOwner(ctx, int64(i)), 0, 0)
+					assert.NoError(t, err)
+					assert.True(t, ok)
+				}
+			}()
+		}
+		wg.Wait()
+		require.Equal(t, n, c.Stats().Renewing)
+		time.Sleep(3500 * time.Millisecond) // three leases: only renewal keeps them
+		for i := range n {
+			l := c.Lock("wd-" + strconv.Itoa(i))
+			held, err := l.IsHeld(rlock.WithOwner(ctx, int64(i)))
+			require.NoError(t, err)
+			require.True(t, held, "lock %d expired: not renewed", i)
+			require.NoError(t, l.Unlock(rlock.WithOwner(ctx, int64(i))))
+		}
+		assert.Equal(t, 0, c.Stats().Renewing)
+	})
+
+	t.Run("slot migration while waiters wait", func(t *testing.T) {
+		rc := clusterRC(t, cl)
+		holderC := topoClient(t, rc, rlock.WithWatchdogTimeout(time.Second))
+		waiterC := topoClient(t, clusterRC(t, cl))
+		const name = "migrating"
+		holder := rlock.WithOwner(ctx, 1)
+		require.NoError(t, holderC.Lock(name).Lock(holder))
+		wctx, cancel := context.WithTimeout(rlock.WithOwner(ctx, 2), 30*time.Second)
+		defer cancel()
+		got := make(chan error, 1)
+		go func() { got <- waiterC.Lock(name).Lock(wctx) }()
+		require.Eventually(t, func() bool { return waiterC.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+
+		from, err := cl.MasterForKey(ctx, name)
+		require.NoError(t, err)
+		masters, err := cl.Masters(ctx)
+		require.NoError(t, err)
+		var to *redistest.Server
+		for _, m := range masters {
+			if m.Addr != from.Addr {
+				to = m
+				break
+			}
+		}
+		require.NoError(t, cl.MoveSlot(ctx, rlock.Slot(name), to))
+		now, err := cl.MasterForKey(ctx, name)
+		require.NoError(t, err)
+		require.Equal(t, to.Addr, now.Addr)
+
+		time.Sleep(2500 * time.Millisecond) // past the 1s lease: the holder must have renewed on the new master
+		held, err := holderC.Lock(name).IsHeld(holder)
+		require.NoError(t, err)
+		require.True(t, held, "renewal stopped after the slot moved")
+		require.NoError(t, holderC.Lock(name).Unlock(holder))
+		require.NoError(t, <-got)
+		require.NoError(t, waiterC.Lock(name).Unlock(rlock.WithOwner(ctx, 2)))
+	})
+
+	t.Run("failover of the lock's master", func(t *testing.T) {
+		rc := clusterRC(t, cl)
+		c := topoClient(t, rc, rlock.WithWatchdogTimeout(2*time.Second))
+		const name = "failover"
+		holder := rlock.WithOwner(ctx, 1)
+		require.NoError(t, c.Lock(name).Lock(holder))
+		wc := topoClient(t, clusterRC(t, cl))
+		wctx, cancel := context.WithTimeout(rlock.WithOwner(ctx, 2), 60*time.Second)
+		defer cancel()
+		got := make(chan error, 1)
+		go func() { got <- wc.Lock(name).Lock(wctx) }()
+		require.Eventually(t, func() bool { return wc.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+
+		m, err := cl.MasterForKey(ctx, name)
+		require.NoError(t, err)
+		require.NoError(t, cl.KillNode(m.Addr))
+		hctx, cancelWait := context.WithTimeout(ctx, 30*time.Second)
+		defer cancelWait()
+		require.NoError(t, cl.WaitHealthy(hctx))
+
+		// New locks work once the client has followed the failover.
+		me := rlock.WithOwner(ctx, 3) // Eventually runs the condition on another goroutine
+		require.Eventually(t, func() bool {
+			ok, err := c.Lock("after-failover").TryLock(me, 0, 0)
+			return err == nil && ok
+		}, 20*time.Second, 100*time.Millisecond)
+		require.NoError(t, c.Lock("after-failover").Unlock(me))
+
+		// The holder may or may not still hold it (WAIT made a replica
+		// acknowledge the write before the kill); either way the waiter
+		// must not hang: it gets the lock once the holder unlocks or its
+		// lease runs out.
+		_ = c.Lock(name).Unlock(holder)
+		require.NoError(t, <-got)
+		require.NoError(t, wc.Lock(name).Unlock(rlock.WithOwner(ctx, 2)))
+	})
+}
+
+func TestSentinel(t *testing.T) {
+	g := redistest.Sentinel(t)
+	ctx := context.Background()
+	newRC := func(t *testing.T) rueidis.Client {
+		rc, err := g.Client()
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		return rc
+	}
+
+	t.Run("replica sync releases an unsynced acquisition", func(t *testing.T) {
+		c := topoClient(t, newRC(t), rlock.WithReplicaSync(200*time.Millisecond, 2, 10*time.Millisecond))
+		l := c.Lock("synced")
+		ok, err := l.TryLock(ctx, 0, 0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, l.Unlock(ctx))
+
+		master, err := g.Master(ctx)
+		require.NoError(t, err)
+		var replica *redistest.Server
+		for _, s := range g.DataNodes() {
+			if s.Addr != master.Addr {
+				replica = s
+			}
+		}
+		require.NotNil(t, replica)
+		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGSTOP))
+		stopped := true
+		defer func() {
+			if stopped {
+				_ = syscall.Kill(replica.Pid(), syscall.SIGCONT)
+			}
+		}()
+		ok, err = l.TryLock(ctx, 0, 0)
+		assert.False(t, ok)
+		require.ErrorIs(t, err, rlock.ErrNoSyncedReplicas)
+		exists, err := master.Do(ctx, "EXISTS", "synced")
+		require.NoError(t, err)
+		n, _ := exists.AsInt64()
+		assert.Zero(t, n, "an unsynced acquisition must be released")
+		assert.Zero(t, c.Stats().Renewing)
+
+		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGCONT))
+		stopped = false
+		me := rlock.WithOwner(ctx, 3) // Eventually runs the condition on another goroutine
+		require.Eventually(t, func() bool {
+			ok, err := l.TryLock(me, 0, 0)
+			return err == nil && ok
+		}, 20*time.Second, 50*time.Millisecond)
+		require.NoError(t, l.Unlock(me))
+	})
+
+	t.Run("failover while held and waited on", func(t *testing.T) {
+		c := topoClient(t, newRC(t), rlock.WithWatchdogTimeout(2*time.Second))
+		wc := topoClient(t, newRC(t))
+		const name = "sentinel-failover"
+		holder := rlock.WithOwner(ctx, 1)
+		require.NoError(t, c.Lock(name).Lock(holder))
+		wctx, cancel := context.WithTimeout(rlock.WithOwner(ctx, 2), 60*time.Second)
+		defer cancel()
+		got := make(chan error, 1)
+		go func() { got <- wc.Lock(name).Lock(wctx) }()
+		require.Eventually(t, func() bool { return wc.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+
+		old, err := g.MasterAddr(ctx)
+		require.NoError(t, err)
+		newAddr, err := g.Failover(ctx)
+		require.NoError(t, err)
+		require.NotEqual(t, old, newAddr)
+
+		// Renewal goes on against the new master: after three leases the
+		// hold is still there (the acquisition was acknowledged by the
+		// replica that is now the master).
+		time.Sleep(6 * time.Second)
+		held, err := c.Lock(name).IsHeld(holder)
+		require.NoError(t, err)
+		require.True(t, held, "renewal did not continue on the new master")
+		select {
+		case err := <-got:
+			t.Fatalf("the waiter got the lock while it was held: %v", err)
+		default:
+		}
+		require.NoError(t, c.Lock(name).Unlock(holder))
+		require.NoError(t, <-got)
+		require.NoError(t, wc.Lock(name).Unlock(rlock.WithOwner(ctx, 2)))
+	})
+}
+
