@@ -288,4 +288,3 @@ func TestSentinel(t *testing.T) {
 		require.NoError(t, wc.Lock(name).Unlock(rlock.WithOwner(ctx, 2)))
 	})
 }
-

@@ -13,6 +13,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -84,6 +85,13 @@ public final class Driver {
     private static String clientId;
     private static String clientIdSource;
     private static final Map<String, Worker> workers = new HashMap<>(); // reader thread only
+    /**
+     * One RLock object per name, shared by every thread, as an application
+     * that keeps its RLock in a field would. Redisson keeps per-object state
+     * (internalLockLeaseTime: the lease a partial unlock restores), so a
+     * fresh getLock per command would lose the lease of lock(lease).
+     */
+    private static final Map<String, RLock> locks = new ConcurrentHashMap<>();
 
     private Driver() {}
 
@@ -204,30 +212,30 @@ public final class Driver {
         switch (cmd) {
             case "lock":
                 need(a, 2, "lock T name");
-                client.getLock(a[1]).lock();
+                lock(a[1]).lock();
                 return null;
             case "locklease":
                 need(a, 3, "locklease T name leaseMs");
-                client.getLock(a[1]).lock(parseLong(a[2]), TimeUnit.MILLISECONDS);
+                lock(a[1]).lock(parseLong(a[2]), TimeUnit.MILLISECONDS);
                 return null;
             case "trylock": {
                 need(a, 4, "trylock T name waitMs leaseMs");
                 long waitMs = parseLong(a[2]);
                 long leaseMs = parseLong(a[3]);
-                RLock l = client.getLock(a[1]);
+                RLock l = lock(a[1]);
                 boolean ok = waitMs < 0 ? l.tryLock() : l.tryLock(waitMs, leaseMs, TimeUnit.MILLISECONDS);
                 return Boolean.toString(ok);
             }
             case "unlock":
                 need(a, 2, "unlock T name");
-                client.getLock(a[1]).unlock();
+                lock(a[1]).unlock();
                 return null;
             case "holdcount":
                 need(a, 2, "holdcount T name");
-                return Integer.toString(client.getLock(a[1]).getHoldCount());
+                return Integer.toString(lock(a[1]).getHoldCount());
             case "isheld":
                 need(a, 2, "isheld T name");
-                return Boolean.toString(client.getLock(a[1]).isHeldByCurrentThread());
+                return Boolean.toString(lock(a[1]).isHeldByCurrentThread());
             case "threadid":
                 need(a, 1, "threadid T");
                 return Long.toString(currentThreadId());
@@ -240,13 +248,13 @@ public final class Driver {
                 return null;
             case "forceunlock":
                 need(a, 1, "forceunlock name");
-                return Boolean.toString(client.getLock(a[0]).forceUnlock());
+                return Boolean.toString(lock(a[0]).forceUnlock());
             case "islocked":
                 need(a, 1, "islocked name");
-                return Boolean.toString(client.getLock(a[0]).isLocked());
+                return Boolean.toString(lock(a[0]).isLocked());
             case "ttl":
                 need(a, 1, "ttl name");
-                return Long.toString(client.getLock(a[0]).remainTimeToLive());
+                return Long.toString(lock(a[0]).remainTimeToLive());
             case "clientid":
                 need(a, 0, "clientid");
                 return clientId;
@@ -259,8 +267,12 @@ public final class Driver {
         }
     }
 
+    private static RLock lock(String name) {
+        return locks.computeIfAbsent(name, client::getLock);
+    }
+
     private static String incr(String lockName, String key, long n, long sleepMs) throws InterruptedException {
-        RLock lock = client.getLock(lockName);
+        RLock lock = lock(lockName);
         RBucket<String> bucket = client.getBucket(key, StringCodec.INSTANCE);
         long v = 0;
         for (long i = 0; i < n; i++) {
