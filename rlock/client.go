@@ -118,10 +118,13 @@ func WithPubSubMode(m PubSubMode) Option {
 	}
 }
 
-// WithCommandTimeout bounds each script call (default 3s, Redisson's
-// timeout). Script calls do not end with the caller's context: an acquire
-// whose reply is still on its way when the context ends is awaited and
-// undone, so an abandoned wait never leaves a hold behind.
+// WithCommandTimeout bounds each script call made under a context that can
+// end (default 3s, Redisson's timeout). Script calls do not end with the
+// caller's context: an acquire whose reply is still on its way when the
+// context ends is awaited and undone, so an abandoned wait never leaves a
+// hold behind. Calls under a context that can never end (such as
+// context.Background()) are bounded by rueidis' connection timeouts
+// (ClientOption.ConnWriteTimeout) instead.
 func WithCommandTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -176,6 +179,7 @@ type Client struct {
 	holds holdRegistry
 
 	watchdogMs string
+	latchTTLs  []string
 
 	latches   chan string
 	stopBg    chan struct{}
@@ -218,6 +222,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		cfg:        cfg,
 		cluster:    mode == rueidis.ClientModeCluster,
 		watchdogMs: strconv.FormatInt(cfg.watchdogTimeout.Milliseconds(), 10),
+		latchTTLs:  latchTTLs(cfg.commandTimeout),
 		latches:    make(chan string, 4096),
 		stopBg:     make(chan struct{}),
 		bgDone:     make(chan struct{}),
@@ -321,10 +326,17 @@ func (c *Client) field(owner int64) string {
 
 // cmdCtx returns a context for one script call: not ended by the caller's
 // cancellation (a reply already on its way must be read), bounded by the
-// command timeout.
+// command timeout. A context that can never end is used as it is, so the
+// common case allocates nothing; such calls are bounded by rueidis' own
+// connection timeouts.
 func (c *Client) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Done() == nil {
+		return ctx, noop
+	}
 	return context.WithTimeout(context.WithoutCancel(ctx), c.cfg.commandTimeout)
 }
+
+func noop() {}
 
 // renew is the watchdog's Renew: one pipelined script call per batch.
 func (c *Client) renew(ctx context.Context, batches [][]watchdog.Hold) []watchdog.Result {
@@ -367,26 +379,36 @@ func (c *Client) onLost(h watchdog.Hold, cause error) {
 }
 
 // latchTTL is the unlock latch's lifetime in ms, Redisson 4.x's formula:
-// (timeout + a retry delay in [1s, 2s]) * retry attempts. It outlives every
-// retry of the unlock that wrote it.
-func (c *Client) latchTTL() string {
-	delay := time.Second + rand.N(time.Second+1)
-	return strconv.FormatInt(((c.cfg.commandTimeout + delay) * unlockAttempts).Milliseconds(), 10)
+// (timeout + a retry delay in [1s, 2s]) * retry attempts, so it outlives
+// every retry of the unlock that wrote it. The delay is drawn from 11 steps
+// precomputed in New.
+func (c *Client) latchTTL() string { return c.latchTTLs[rand.IntN(len(c.latchTTLs))] }
+
+func latchTTLs(timeout time.Duration) []string {
+	out := make([]string, 11)
+	for i := range out {
+		delay := time.Second + time.Duration(i)*100*time.Millisecond
+		out[i] = strconv.FormatInt(((timeout + delay) * unlockAttempts).Milliseconds(), 10)
+	}
+	return out
 }
 
-// requestID returns a fresh unlock request id: 32 lowercase hex characters.
-func requestID() string {
+// appendRequestID appends a fresh unlock request id: 32 lowercase hex
+// characters from 128 random bits.
+func appendRequestID(b []byte) []byte {
 	const hexdigits = "0123456789abcdef"
-	var b [32]byte
-	for i := 0; i < 32; i += 16 {
+	for range 2 {
 		v := rand.Uint64()
-		for j := range 16 {
-			b[i+j] = hexdigits[v&15]
+		for range 16 {
+			b = append(b, hexdigits[v&15])
 			v >>= 4
 		}
 	}
-	return string(b[:])
+	return b
 }
+
+// requestID returns a fresh unlock request id.
+func requestID() string { return string(appendRequestID(make([]byte, 0, 32))) }
 
 // deleteLatches deletes unlock latches once their unlock has returned, as
 // Redisson does after each unlock, batching the DELs. A latch whose DEL is

@@ -126,6 +126,10 @@ func (r *holdRegistry) drop(h watchdog.Hold, w *watched) {
 	r.n.Add(-1)
 }
 
+// watching reports whether any HoldContext is registered, so that callers
+// can skip building a cause nobody will read.
+func (r *holdRegistry) watching() bool { return r.n.Load() != 0 }
+
 // fire ends every HoldContext of h with cause.
 func (r *holdRegistry) fire(h watchdog.Hold, cause error) {
 	if r.n.Load() == 0 {

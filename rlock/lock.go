@@ -276,9 +276,13 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // id. It returns the script's reply: 1 deleted, 0 still held, or a Redis nil
 // error when field does not hold the lock.
 func (l *Lock) unlockScript(ctx context.Context, field string, syncRetry bool) (int64, error) {
-	latch := LatchName(l.name, requestID())
+	latch := newLatchName(l.name)
 	keys := []string{l.name, l.channel, latch}
-	args := []string{"0", strconv.FormatInt(l.leaseMs.Load(), 10), field, l.c.publish, l.c.latchTTL()}
+	lease := l.c.watchdogMs
+	if ms := l.leaseMs.Load(); ms != l.c.cfg.watchdogTimeout.Milliseconds() {
+		lease = strconv.FormatInt(ms, 10)
+	}
+	args := []string{"0", lease, field, l.c.publish, l.c.latchTTL()}
 	attempts := max(unlockAttempts, l.c.cfg.sync.attempts)
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := l.c.cmdCtx(ctx)
@@ -340,7 +344,9 @@ func (l *Lock) bookUnlock(field string, res int64) {
 	l.c.wd.Remove(h)
 	if res == 1 {
 		l.leaseMs.Store(l.c.cfg.watchdogTimeout.Milliseconds())
-		l.c.holds.fire(h, fmt.Errorf("%w: %q", ErrUnlocked, l.name))
+		if l.c.holds.watching() {
+			l.c.holds.fire(h, fmt.Errorf("%w: %q", ErrUnlocked, l.name))
+		}
 	} else {
 		l.c.leased(h, time.Duration(l.leaseMs.Load())*time.Millisecond)
 	}

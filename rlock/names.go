@@ -3,6 +3,7 @@ package rlock
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // Key and channel prefixes of Redisson's RLock (contract 1.1).
@@ -37,6 +38,24 @@ func ChannelName(name string) string { return prefixName(channelPrefix, name) }
 // unlock request id (32 hex characters).
 func LatchName(name, requestID string) string {
 	return suffixName(prefixName(latchPrefix, name), requestID)
+}
+
+// newLatchName returns LatchName(name, <a fresh request id>) in one
+// allocation.
+func newLatchName(name string) string {
+	b := make([]byte, 0, len(latchPrefix)+len(name)+38)
+	b = append(b, latchPrefix...)
+	if strings.Contains(name, "{") {
+		b = append(b, ':')
+		b = append(b, name...)
+	} else {
+		b = append(b, ":{"...)
+		b = append(b, name...)
+		b = append(b, '}')
+	}
+	b = append(b, ':')
+	b = appendRequestID(b)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // checkName reports why name cannot be used as a lock name. In cluster mode

@@ -39,6 +39,14 @@ func TestCheckName(t *testing.T) {
 	assert.ErrorIs(t, checkName("", false), ErrInvalidName)
 }
 
+func TestNewLatchName(t *testing.T) {
+	assert.Regexp(t, `^redisson_unlock_latch:\{orders\}:[0-9a-f]{32}$`, newLatchName("orders"))
+	assert.Regexp(t, `^redisson_unlock_latch:\{user42\}:cart:[0-9a-f]{32}$`, newLatchName("{user42}:cart"))
+	a := newLatchName("x")
+	assert.Equal(t, LatchName("x", a[len(a)-32:]), a)
+	assert.NotEqual(t, a, newLatchName("x"))
+}
+
 func TestRequestID(t *testing.T) {
 	a, b := requestID(), requestID()
 	assert.Regexp(t, "^[0-9a-f]{32}$", a)
