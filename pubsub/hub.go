@@ -354,6 +354,19 @@ func (e *entry) run(ctx context.Context) {
 		e.mu.Lock()
 		confirmed := e.confirmed
 		e.mu.Unlock()
+		if errors.Is(err, rueidis.ErrClosing) {
+			// The rueidis client was closed under us: nothing will work
+			// again. Fail the subscribers and wake the waiters.
+			h.mu.Lock()
+			e.closing = true
+			h.mu.Unlock()
+			e.mu.Lock()
+			e.markReady(err)
+			e.closed = true
+			e.signalAll()
+			e.mu.Unlock()
+			return
+		}
 		if _, isRedis := rueidis.IsRedisErr(err); isRedis && !confirmed {
 			// The server refused the subscription itself (unknown command,
 			// ACL): report it to the subscribers rather than retry forever.

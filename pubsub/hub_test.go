@@ -1,0 +1,174 @@
+package pubsub_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/internal/redistest"
+	"github.com/goredisson/locks/pubsub"
+)
+
+func TestMain(m *testing.M) { redistest.VerifyTestMain(m) }
+
+type env struct {
+	srv *redistest.Server
+	rc  rueidis.Client
+	hub *pubsub.Hub
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	srv := redistest.Standalone(t)
+	rc, err := srv.Client()
+	require.NoError(t, err)
+	hub := pubsub.New(rc, false, nil)
+	t.Cleanup(func() { hub.Close(); rc.Close() })
+	return &env{srv: srv, rc: rc, hub: hub}
+}
+
+func (e *env) publish(t *testing.T, channel, msg string) {
+	t.Helper()
+	_, err := e.srv.Do(context.Background(), "PUBLISH", channel, msg)
+	require.NoError(t, err)
+}
+
+func (e *env) numsub(t *testing.T, channel string) int64 {
+	t.Helper()
+	v, err := e.srv.Do(context.Background(), "PUBSUB", "NUMSUB", channel)
+	require.NoError(t, err)
+	arr, err := v.ToArray()
+	require.NoError(t, err)
+	n, err := arr[1].AsInt64()
+	require.NoError(t, err)
+	return n
+}
+
+// waiters starts n goroutines waiting on their own share of channel and
+// returns a channel that receives one value per woken waiter.
+func waiters(t *testing.T, e *env, channel string, n int) (<-chan struct{}, func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	woken := make(chan struct{}, n)
+	done := make(chan struct{}, n)
+	for range n {
+		s, err := e.hub.Subscribe(ctx, channel)
+		require.NoError(t, err)
+		go func() {
+			defer func() { s.Release(); done <- struct{}{} }()
+			for {
+				ok, err := s.Wait(ctx, -1)
+				if err != nil {
+					return
+				}
+				if ok {
+					woken <- struct{}{}
+				}
+			}
+		}()
+	}
+	return woken, func() {
+		cancel()
+		for range n {
+			<-done
+		}
+	}
+}
+
+func TestOneSubscriptionWakeOneAndAll(t *testing.T) {
+	e := newEnv(t)
+	woken, stop := waiters(t, e, "ch", 5)
+	assert.Equal(t, int64(1), e.numsub(t, "ch"), "five waiters share one subscription")
+	ch, subs := e.hub.Stats()
+	assert.Equal(t, 1, ch)
+	assert.Equal(t, 5, subs)
+
+	e.publish(t, "ch", "0")
+	<-woken
+	select {
+	case <-woken:
+		t.Fatal(`"0" woke more than one waiter`)
+	case <-time.After(100 * time.Millisecond):
+	}
+	e.publish(t, "ch", "7") // ignored
+	e.publish(t, "ch", "1")
+	for range 5 {
+		<-woken // "1" wakes everyone waiting (the first waiter is waiting again)
+	}
+	stop()
+	require.Eventually(t, func() bool { return e.numsub(t, "ch") == 0 }, 5*time.Second, 5*time.Millisecond,
+		"the last Release must unsubscribe")
+	ch, _ = e.hub.Stats()
+	assert.Zero(t, ch)
+}
+
+func TestPermitKeptForNextWaiter(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	s, err := e.hub.Subscribe(ctx, "permit")
+	require.NoError(t, err)
+	defer s.Release()
+	e.publish(t, "permit", "0")
+	ok, err := s.Wait(ctx, 10*time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok, "a wake that came while nobody waited is kept")
+	ok, err = s.Wait(ctx, 20*time.Millisecond)
+	require.NoError(t, err)
+	assert.False(t, ok, "only one permit")
+}
+
+func TestWaitContextAndClose(t *testing.T) {
+	e := newEnv(t)
+	s, err := e.hub.Subscribe(context.Background(), "ctx")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = s.Wait(ctx, -1)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+
+	res := make(chan error, 1)
+	go func() { _, err := s.Wait(context.Background(), -1); res <- err }()
+	require.Eventually(t, func() bool { return e.numsub(t, "ctx") == 1 }, time.Second, time.Millisecond)
+	e.hub.Close()
+	assert.ErrorIs(t, <-res, pubsub.ErrClosed)
+	s.Release()
+	_, err = e.hub.Subscribe(context.Background(), "ctx")
+	assert.ErrorIs(t, err, pubsub.ErrClosed)
+}
+
+// After the pub/sub connection is killed, the hub subscribes again and wakes
+// every waiter (messages may have been lost); later messages arrive again.
+func TestResubscribeAfterConnectionKilled(t *testing.T) {
+	e := newEnv(t)
+	woken, stop := waiters(t, e, "re", 3)
+	defer stop()
+	_, err := e.srv.Do(context.Background(), "CLIENT", "KILL", "TYPE", "pubsub")
+	require.NoError(t, err)
+	for range 3 {
+		<-woken
+	}
+	require.Eventually(t, func() bool { return e.numsub(t, "re") == 1 }, 10*time.Second, 5*time.Millisecond)
+	e.publish(t, "re", "0")
+	<-woken
+}
+
+func TestClientClosedUnderneath(t *testing.T) {
+	srv := redistest.Standalone(t)
+	rc, err := srv.Client()
+	require.NoError(t, err)
+	hub := pubsub.New(rc, false, nil)
+	defer hub.Close()
+	s, err := hub.Subscribe(context.Background(), "x")
+	require.NoError(t, err)
+	res := make(chan error, 1)
+	go func() { _, err := s.Wait(context.Background(), -1); res <- err }()
+	rc.Close()
+	assert.ErrorIs(t, <-res, pubsub.ErrClosed, "a waiter must not hang when the rueidis client is closed")
+	s.Release()
+	_, err = hub.Subscribe(context.Background(), "y")
+	assert.ErrorIs(t, err, rueidis.ErrClosing)
+}
