@@ -82,21 +82,21 @@ func TestRemainTTL(t *testing.T) {
 func TestWatchdogRenewsUntilUnlock(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	c := e.client(rlock.WithWatchdogTimeout(300 * time.Millisecond))
+	c := e.client(rlock.WithWatchdogTimeout(900 * time.Millisecond))
 	owner := rlock.WithOwner(ctx, 3)
 	l := c.Lock("renewed")
 	require.NoError(t, l.Lock(owner))
-	time.Sleep(1200 * time.Millisecond) // four leases: only renewal keeps it
+	time.Sleep(2700 * time.Millisecond) // three leases: only renewal keeps it
 	held, err := l.IsHeld(owner)
 	require.NoError(t, err)
 	require.True(t, held, "the watchdog did not renew the lease")
 	ttl := e.pttl("renewed")
-	assert.True(t, ttl > 0 && ttl <= 300*time.Millisecond, "TTL %v", ttl)
+	assert.True(t, ttl > 0 && ttl <= 900*time.Millisecond, "TTL %v", ttl)
 
 	require.NoError(t, l.Unlock(owner))
 	require.NoError(t, e.do("HSET", "renewed", field(c, 3), "1").Error())
-	require.NoError(t, e.do("PEXPIRE", "renewed", "250").Error())
-	time.Sleep(600 * time.Millisecond) // two renewal periods
+	require.NoError(t, e.do("PEXPIRE", "renewed", "700").Error())
+	time.Sleep(1200 * time.Millisecond) // four renewal periods
 	locked, err := l.IsLocked(ctx)
 	require.NoError(t, err)
 	assert.False(t, locked, "a renewal followed the unlock")
@@ -185,10 +185,10 @@ func TestForceUnlockWakesWaiters(t *testing.T) {
 func TestHoldContext(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	c := e.client(rlock.WithWatchdogTimeout(300 * time.Millisecond))
+	c := e.client(rlock.WithWatchdogTimeout(time.Second))
 	var lost []rlock.LostEvent
 	var mu sync.Mutex
-	c2 := e.client(rlock.WithWatchdogTimeout(300*time.Millisecond), rlock.WithLostHandler(func(ev rlock.LostEvent) {
+	c2 := e.client(rlock.WithWatchdogTimeout(time.Second), rlock.WithLostHandler(func(ev rlock.LostEvent) {
 		mu.Lock()
 		lost = append(lost, ev)
 		mu.Unlock()
