@@ -174,9 +174,10 @@ type Client struct {
 	cluster bool
 	publish string // "PUBLISH" or "SPUBLISH"
 
-	hub   *pubsub.Hub
-	wd    *watchdog.Watchdog
-	holds holdRegistry
+	hub    *pubsub.Hub
+	wd     *watchdog.Watchdog
+	holds  holdRegistry
+	leases leaseBook
 
 	watchdogMs string
 	latchTTLs  []string
@@ -316,7 +317,6 @@ func (c *Client) Lock(name string) *Lock {
 		l.channel = ChannelName(name)
 		l.forceKeys = []string{name, l.channel}
 	}
-	l.leaseMs.Store(c.cfg.watchdogTimeout.Milliseconds())
 	return l
 }
 
@@ -484,4 +484,64 @@ func isRetryable(err error) bool {
 		return false
 	}
 	return !errors.Is(err, rueidis.ErrClosing)
+}
+
+// leaseBook remembers the explicit lease of each hold taken with one: the
+// TTL a partial unlock restores, Redisson's internalLockLeaseTime. Holds
+// without an entry use the watchdog timeout. Redisson keeps this per Java
+// RLock object; keeping it per hold gives the same answer when one object
+// is used, and the right one when Go code calls Client.Lock(name) anew for
+// each use.
+type leaseBook struct {
+	n  atomic.Int64 // entries; lets the watchdog-only path skip the mutex
+	mu sync.Mutex
+	m  map[watchdog.Hold]int64
+}
+
+func (b *leaseBook) set(h watchdog.Hold, ms int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = make(map[watchdog.Hold]int64)
+	}
+	if _, ok := b.m[h]; !ok {
+		b.n.Add(1)
+	}
+	b.m[h] = ms
+}
+
+func (b *leaseBook) get(h watchdog.Hold) (int64, bool) {
+	if b.n.Load() == 0 {
+		return 0, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ms, ok := b.m[h]
+	return ms, ok
+}
+
+func (b *leaseBook) clear(h watchdog.Hold) {
+	if b.n.Load() == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.m[h]; ok {
+		delete(b.m, h)
+		b.n.Add(-1)
+	}
+}
+
+func (b *leaseBook) clearKey(key string) {
+	if b.n.Load() == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for h := range b.m {
+		if h.Key == key {
+			delete(b.m, h)
+			b.n.Add(-1)
+		}
+	}
 }

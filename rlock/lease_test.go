@@ -45,6 +45,26 @@ func TestPartialUnlockResetsTTLToLease(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ttl >= 9*time.Second && ttl <= 10*time.Second, "TTL %v not in [9s, 10s]", ttl)
 	require.NoError(t, l.Unlock(ctx))
+
+	// The lease belongs to the hold, not to the Lock value: Go code that
+	// calls Client.Lock(name) for each use gets the same TTLs.
+	c := e.client()
+	for range 3 {
+		require.NoError(t, c.Lock("partial2").LockLease(ctx, 10*time.Second))
+	}
+	require.NoError(t, e.do("PEXPIRE", "partial2", "1000").Error())
+	require.NoError(t, c.Lock("partial2").Unlock(ctx))
+	ttl = e.pttl("partial2")
+	assert.True(t, ttl >= 9*time.Second && ttl <= 10*time.Second, "TTL %v not in [9s, 10s]", ttl)
+	require.NoError(t, c.Lock("partial2").Unlock(ctx))
+	require.NoError(t, c.Lock("partial2").Unlock(ctx))
+	// After the full unlock the next hold starts from the watchdog lease.
+	require.NoError(t, c.Lock("partial2").Lock(ctx))
+	require.NoError(t, c.Lock("partial2").Lock(ctx))
+	require.NoError(t, c.Lock("partial2").Unlock(ctx))
+	ttl = e.pttl("partial2")
+	assert.True(t, ttl > 29*time.Second, "TTL %v is not the watchdog lease", ttl)
+	require.NoError(t, c.Lock("partial2").Unlock(ctx))
 }
 
 func TestRemainTTL(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -36,12 +35,6 @@ type Lock struct {
 	keys      []string // {name}
 	forceKeys []string // {name, channel}
 	channel   string
-
-	// leaseMs is Redisson's internalLockLeaseTime: the lease a partial
-	// unlock restores. It starts at the watchdog timeout, becomes the lease
-	// of the last acquisition with an explicit lease, and goes back to the
-	// watchdog timeout after a full unlock or a force unlock.
-	leaseMs atomic.Int64
 }
 
 // Name returns the lock's name, which is its Redis key.
@@ -225,7 +218,7 @@ func (l *Lock) try(ctx context.Context, field string, lease time.Duration, resol
 	// Acquired (or re-entered).
 	h := watchdog.Hold{Key: l.name, Field: field}
 	if lease > 0 {
-		l.leaseMs.Store(lease.Milliseconds())
+		l.c.leases.set(h, lease.Milliseconds())
 		l.c.leased(h, lease)
 	} else if !l.c.wd.Add(h) {
 		l.release(ctx, field)
@@ -279,7 +272,7 @@ func (l *Lock) unlockScript(ctx context.Context, field string, syncRetry bool) (
 	latch := newLatchName(l.name)
 	keys := []string{l.name, l.channel, latch}
 	lease := l.c.watchdogMs
-	if ms := l.leaseMs.Load(); ms != l.c.cfg.watchdogTimeout.Milliseconds() {
+	if ms, ok := l.c.leases.get(watchdog.Hold{Key: l.name, Field: field}); ok {
 		lease = strconv.FormatInt(ms, 10)
 	}
 	args := []string{"0", lease, field, l.c.publish, l.c.latchTTL()}
@@ -327,13 +320,14 @@ func (l *Lock) unlock(ctx context.Context, field string) (bool, error) {
 		return res == 1, nil
 	case rueidis.IsRedisNil(err):
 		l.c.wd.Drop(h)
+		l.c.leases.clear(h)
 		return false, fmt.Errorf("%w: attempt to unlock %q, not locked by the calling owner (node id %s, owner id %s)",
 			ErrNotHeld, l.name, l.c.id, field[len(l.c.id)+1:])
 	default:
 		// Unknown outcome: stop renewing, as Redisson does; the lock then
 		// frees itself within its lease if this unlock did not run.
 		l.c.wd.Remove(h)
-		l.leaseMs.Store(l.c.cfg.watchdogTimeout.Milliseconds())
+		l.c.leases.clear(h)
 		return false, fmt.Errorf("rlock: %q: unlock: %w", l.name, err)
 	}
 }
@@ -343,12 +337,16 @@ func (l *Lock) bookUnlock(field string, res int64) {
 	h := watchdog.Hold{Key: l.name, Field: field}
 	l.c.wd.Remove(h)
 	if res == 1 {
-		l.leaseMs.Store(l.c.cfg.watchdogTimeout.Milliseconds())
+		l.c.leases.clear(h)
 		if l.c.holds.watching() {
 			l.c.holds.fire(h, fmt.Errorf("%w: %q", ErrUnlocked, l.name))
 		}
 	} else {
-		l.c.leased(h, time.Duration(l.leaseMs.Load())*time.Millisecond)
+		ms, ok := l.c.leases.get(h)
+		if !ok {
+			ms = l.c.cfg.watchdogTimeout.Milliseconds()
+		}
+		l.c.leased(h, time.Duration(ms)*time.Millisecond)
 	}
 }
 
@@ -367,7 +365,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 		l.c.holds.fire(h, fmt.Errorf("%w: %q was force-unlocked", ErrLockLost, l.name))
 	}
 	l.c.holds.fireKey(l.name, fmt.Errorf("%w: %q was force-unlocked", ErrLockLost, l.name))
-	l.leaseMs.Store(l.c.cfg.watchdogTimeout.Milliseconds())
+	l.c.leases.clearKey(l.name)
 	if err != nil {
 		return false, fmt.Errorf("rlock: %q: force unlock: %w", l.name, err)
 	}
