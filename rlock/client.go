@@ -64,6 +64,7 @@ type config struct {
 	commandTimeout      time.Duration
 	subscriptionTimeout time.Duration
 	onLost              func(LostEvent)
+	maxHold             time.Duration
 	sync                *replicaSync // nil: the default for the topology
 }
 
@@ -91,6 +92,21 @@ func WithWatchdogBatchSize(n int) Option {
 			return fmt.Errorf("%w: watchdog batch size %d is not positive", ErrInvalidArgument, n)
 		}
 		c.batchSize = n
+		return nil
+	}
+}
+
+// WithWatchdogMaxHold bounds how long the watchdog renews one hold (from
+// its first acquisition): after d the hold is no longer renewed, its
+// HoldContext ends with ErrLockLost (wrapping ErrMaxHold), and the lock
+// expires one lease later unless unlocked. It keeps a stuck or runaway
+// holder from keeping a lock forever (Redisson #5115). Default: unbounded.
+func WithWatchdogMaxHold(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("%w: watchdog max hold %v is not positive", ErrInvalidArgument, d)
+		}
+		c.maxHold = d
 		return nil
 	}
 }
@@ -258,6 +274,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		Timeout:   cfg.watchdogTimeout,
 		BatchSize: cfg.batchSize,
 		Slot:      slot,
+		MaxHold:   cfg.maxHold,
 		Renew:     c.renew,
 		OnLost:    c.onLost,
 		Logger:    cfg.logger,

@@ -1,6 +1,10 @@
 package rlock
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/goredisson/locks/watchdog"
+)
 
 // Errors returned by this package. Test for them with errors.Is: the
 // returned errors wrap these with the lock name and the details.
@@ -29,6 +33,11 @@ var (
 	// ErrInvalidName: the lock name cannot be used (empty, or its derived
 	// keys would fall in different cluster slots).
 	ErrInvalidName = errors.New("rlock: invalid lock name")
+
+	// ErrMaxHold: the watchdog stopped renewing a hold that reached the
+	// WithWatchdogMaxHold bound. A HoldContext's cause wraps it along with
+	// ErrLockLost.
+	ErrMaxHold = watchdog.ErrMaxHold
 
 	// ErrInvalidArgument: a duration or option has a value with no meaning.
 	ErrInvalidArgument = errors.New("rlock: invalid argument")

@@ -278,6 +278,28 @@ func TestHoldContext(t *testing.T) {
 	})
 }
 
+// A hold renewed past WithWatchdogMaxHold is reported lost and expires.
+func TestWatchdogMaxHold(t *testing.T) {
+	e := newEnv(t)
+	ctx := rlock.WithOwner(context.Background(), 4)
+	c := e.client(rlock.WithWatchdogTimeout(900*time.Millisecond), rlock.WithWatchdogMaxHold(1200*time.Millisecond))
+	l := c.Lock("maxhold")
+	start := time.Now()
+	require.NoError(t, l.Lock(ctx))
+	hctx, err := l.HoldContext(ctx)
+	require.NoError(t, err)
+	<-hctx.Done()
+	assert.GreaterOrEqual(t, time.Since(start), 1200*time.Millisecond)
+	assert.ErrorIs(t, context.Cause(hctx), rlock.ErrLockLost)
+	assert.ErrorIs(t, context.Cause(hctx), rlock.ErrMaxHold)
+	assert.Zero(t, c.Stats().Renewing)
+	require.Eventually(t, func() bool {
+		locked, err := l.IsLocked(ctx)
+		return err == nil && !locked
+	}, 5*time.Second, 20*time.Millisecond, "the lock must expire once renewal stops")
+	assert.ErrorIs(t, l.Unlock(ctx), rlock.ErrNotHeld)
+}
+
 // Bad input gets a clear error, never a panic, a hang or a hold.
 func TestBadInput(t *testing.T) {
 	e := newEnv(t)
@@ -316,7 +338,8 @@ func TestBadInput(t *testing.T) {
 	require.NoError(t, err)
 	defer rc.Close()
 	for _, o := range []rlock.Option{
-		rlock.WithWatchdogTimeout(0), rlock.WithWatchdogBatchSize(0), rlock.WithLogger(nil),
+		rlock.WithWatchdogTimeout(0), rlock.WithWatchdogBatchSize(0), rlock.WithLogger(nil), rlock.WithWatchdogMaxHold(0),
+		rlock.WithReplicaSync(0, 1, 0),
 		rlock.WithPubSubMode(rlock.PubSubMode(9)), rlock.WithCommandTimeout(-1), rlock.WithSubscriptionTimeout(0),
 	} {
 		_, err = rlock.New(rc, o)

@@ -31,6 +31,10 @@ import (
 // longer holds the lock (it expired, was force-unlocked, or Redis lost it).
 var ErrNotHeld = errors.New("watchdog: lock no longer held by its owner")
 
+// ErrMaxHold is the cause reported when a hold reached Config.MaxHold and
+// was no longer renewed.
+var ErrMaxHold = errors.New("watchdog: hold reached its maximum duration")
+
 // ErrRenewFailed is the cause reported when renewals failed until the lease
 // could run out; the reported error wraps it and the last failure.
 var ErrRenewFailed = errors.New("watchdog: could not renew the lease in time")
@@ -60,6 +64,10 @@ type Config struct {
 	// Renew renews batches of holds and returns one Result per batch. It
 	// must honour ctx, which ends when the round has taken half a period.
 	Renew func(ctx context.Context, batches [][]Hold) []Result
+	// MaxHold, when positive, bounds how long a hold is renewed: after
+	// MaxHold from its first Add it is reported lost (ErrMaxHold) and left
+	// to expire, so a stuck holder cannot keep a lock forever.
+	MaxHold time.Duration
 	// OnLost is called, outside any lock, for each hold that was lost.
 	OnLost func(h Hold, err error)
 	// Logger receives renewal failures; nil discards them.
@@ -80,6 +88,7 @@ type Watchdog struct {
 }
 
 type hold struct {
+	since    time.Time // the first Add
 	count    int
 	renewed  time.Time // when the last renewal known to succeed was sent
 	inflight *round    // the round renewing this hold, if any
@@ -119,7 +128,8 @@ func (w *Watchdog) Add(h Hold) bool {
 		st.count++
 		return true
 	}
-	w.holds[h] = &hold{count: 1, renewed: time.Now()}
+	now := time.Now()
+	w.holds[h] = &hold{since: now, count: 1, renewed: now}
 	if !w.running {
 		w.running = true
 		w.wg.Add(1)
@@ -248,8 +258,19 @@ func (w *Watchdog) renewAll() bool {
 		w.mu.Unlock()
 		return false
 	}
+	type lost struct {
+		h   Hold
+		err error
+	}
+	var losses []lost
 	groups := make(map[uint16][]Hold)
+	now := time.Now()
 	for h, st := range w.holds {
+		if w.cfg.MaxHold > 0 && now.Sub(st.since) >= w.cfg.MaxHold {
+			delete(w.holds, h)
+			losses = append(losses, lost{h, fmt.Errorf("%w (%v)", ErrMaxHold, w.cfg.MaxHold)})
+			continue
+		}
 		var slot uint16
 		if w.cfg.Slot != nil {
 			slot = w.cfg.Slot(h.Key)
@@ -276,11 +297,6 @@ func (w *Watchdog) renewAll() bool {
 	cancel()
 	end := time.Now()
 
-	type lost struct {
-		h   Hold
-		err error
-	}
-	var losses []lost
 	w.mu.Lock()
 	for i, batch := range batches {
 		var res Result

@@ -198,3 +198,15 @@ func TestConfigErrors(t *testing.T) {
 	_, err = watchdog.New(watchdog.Config{Timeout: time.Second})
 	assert.Error(t, err)
 }
+
+func TestMaxHold(t *testing.T) {
+	r := &renewer{answer: func(watchdog.Hold) (bool, error) { return true, nil }}
+	lost := make(chan error, 1)
+	w := newWatchdog(t, r, watchdog.Config{Timeout: 90 * time.Millisecond, MaxHold: 200 * time.Millisecond,
+		OnLost: func(_ watchdog.Hold, err error) { lost <- err }})
+	start := time.Now()
+	w.Add(watchdog.Hold{Key: "k", Field: "c:1"})
+	assert.ErrorIs(t, <-lost, watchdog.ErrMaxHold)
+	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
+	assert.Zero(t, w.Len())
+}
