@@ -493,8 +493,11 @@ func (c *Client) dropLatch(key string) {
 	}
 }
 
+// isRetryable reports whether err is a failed round trip (the command may
+// or may not have run), as opposed to a reply from Redis. A nil reply is a
+// reply: rueidis.IsRedisErr does not count it, so it is checked first.
 func isRetryable(err error) bool {
-	if err == nil {
+	if err == nil || rueidis.IsRedisNil(err) {
 		return false
 	}
 	if _, isRedis := rueidis.IsRedisErr(err); isRedis {

@@ -1,10 +1,13 @@
 package rlock
 
 import (
+	"context"
 	"errors"
+	"io"
 	"runtime"
 	"testing"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -86,4 +89,12 @@ func BenchmarkSlowGoroutineID(b *testing.B) {
 	for b.Loop() {
 		slowGoroutineID()
 	}
+}
+
+func TestIsRetryable(t *testing.T) {
+	assert.False(t, isRetryable(nil))
+	assert.False(t, isRetryable(rueidis.Nil), "a nil reply (not the owner) is an answer, never retried")
+	assert.False(t, isRetryable(rueidis.ErrClosing))
+	assert.True(t, isRetryable(io.EOF))
+	assert.True(t, isRetryable(context.DeadlineExceeded))
 }
