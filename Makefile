@@ -40,7 +40,9 @@ test: deps
 	$(GO) test -race -count=1 -timeout 20m $(TESTARGS) ./...
 
 demo: deps-redis
-	$(GO) run ./cmd/demo
+	@mkdir -p bin
+	$(GO) build -o bin/rlock ./cmd/rlock
+	$(GO) run ./cmd/demo -rlock bin/rlock
 
 bench: deps-redis
 	$(GO) test -run "^$$" -bench . -benchmem ./rlock/

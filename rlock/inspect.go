@@ -21,6 +21,7 @@ type Info struct {
 	Name    string
 	Locked  bool
 	Holders []Holder      // normally zero or one
+	Mode    string        // "read" or "write" for a Redisson read-write lock's hash, else empty
 	TTL     time.Duration // as RemainTTL
 	// Subscribers counts the connections subscribed to the lock's channel,
 	// in this Client's pub/sub mode: each client process (Go or Java) with
@@ -55,6 +56,12 @@ func (l *Lock) Inspect(ctx context.Context) (Info, error) {
 	info.TTL = time.Duration(ms) * time.Millisecond
 	info.Locked = ms != -2
 	for f, v := range fields {
+		if f == "mode" {
+			// A Redisson read-write lock's hash also holds its mode
+			// ("read"/"write"); it is not a holder.
+			info.Mode = v
+			continue
+		}
 		info.Holders = append(info.Holders, parseHolder(f, v))
 	}
 	if arr, err := sub.ToArray(); err == nil && len(arr) == 2 {

@@ -1,5 +1,6 @@
 // Command demo shows two services contending for one Redisson-compatible
-// lock: it starts a throwaway redis-server on a free loopback port, creates
+// lock, then (with -rlock) two shell jobs contending through the rlock
+// tool: it starts a throwaway redis-server on a free loopback port, creates
 // two lock Clients (two "services", each with its own client id), and lets
 // three workers in each take the lock with nested (reentrant) calls and
 // increment a shared counter with GET then SET. If the lock ever let two
@@ -9,6 +10,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -27,7 +29,10 @@ const (
 	rounds   = 4 // per worker
 )
 
+var rlockBin = flag.String("rlock", "", "path to a built rlock tool; when set, the demo also shows two jobs contending through it")
+
 func main() {
+	flag.Parse()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
@@ -96,6 +101,9 @@ func run() error {
 	fmt.Printf("\ncounter = %d, expected %d: %s\n", n, want, map[bool]string{true: "mutual exclusion held", false: "INCREMENTS LOST"}[n == want])
 	if n != want {
 		return fmt.Errorf("counter %d != %d", n, want)
+	}
+	if *rlockBin != "" {
+		return runCLI(ctx, srv, *rlockBin, start)
 	}
 	return nil
 }

@@ -157,17 +157,30 @@ var boundedRueidisGoroutines = []string{
 // goleak checks with no rueidis goroutine ignored. Use it as
 //
 //	func TestMain(m *testing.M) { redistest.VerifyTestMain(m) }
+//
+// opts must not include goleak.Cleanup (goleak.Find rejects it); use
+// VerifyTestMainThen for work to do after the tests.
 func VerifyTestMain(m *testing.M, opts ...goleak.Option) {
-	goleak.VerifyTestMain(waitForRueidis{m, opts}, opts...)
+	goleak.VerifyTestMain(waitForRueidis{m, nil, opts}, opts...)
+}
+
+// VerifyTestMainThen is VerifyTestMain with after run once the tests have
+// finished, before the leak check (to remove files the tests built, say).
+func VerifyTestMainThen(m *testing.M, after func(), opts ...goleak.Option) {
+	goleak.VerifyTestMain(waitForRueidis{m, after, opts}, opts...)
 }
 
 type waitForRueidis struct {
-	m    *testing.M
-	opts []goleak.Option
+	m     *testing.M
+	after func()
+	opts  []goleak.Option
 }
 
 func (w waitForRueidis) Run() int {
 	code := w.m.Run()
+	if w.after != nil {
+		w.after()
+	}
 	ignoring := slices.Clone(w.opts)
 	for _, f := range boundedRueidisGoroutines {
 		ignoring = append(ignoring, goleak.IgnoreAnyFunction(f))
