@@ -386,9 +386,9 @@ func (c *Client) renew(ctx context.Context, batches [][]watchdog.Hold) []watchdo
 	return out
 }
 
-func (c *Client) onLost(h watchdog.Hold, cause error) {
+func (c *Client) onLost(h watchdog.Hold, cause error, at time.Time) {
 	err := fmt.Errorf("%w: %q: %w", ErrLockLost, h.Key, cause)
-	c.holds.fire(h, err)
+	c.holds.fireBefore(h, err, at)
 	if c.cfg.onLost != nil {
 		owner, _ := strconv.ParseInt(h.Field[len(c.id)+1:], 10, 64)
 		c.cfg.onLost(LostEvent{Name: h.Key, Owner: owner, Err: err})

@@ -158,7 +158,7 @@ func FuzzLockAPI(f *testing.F) {
 		var acquired bool
 		var err error
 		what := ""
-		switch op >> 1 % 4 {
+		switch (op >> 1) % 4 {
 		case 0:
 			what = "TryLock"
 			acquired, err = l.TryLock(o1, wait, lease)
@@ -213,7 +213,7 @@ func FuzzLockAPI(f *testing.F) {
 				t.Fatalf("HoldContext: %v", err)
 			}
 			n := 1
-			if op>>1%4 == 3 {
+			if (op>>1)%4 == 3 {
 				n = 2
 			}
 			for range n {

@@ -69,8 +69,13 @@ type holdRegistry struct {
 }
 
 type watched struct {
-	cancels map[uint64]context.CancelCauseFunc
+	cancels map[uint64]registration
 	timer   *time.Timer // fixed-lease expiry, nil for watchdog holds
+}
+
+type registration struct {
+	cancel context.CancelCauseFunc
+	at     time.Time // when HoldContext found the hold held
 }
 
 func (r *holdRegistry) add(h watchdog.Hold, cancel context.CancelCauseFunc, lease time.Duration) (uint64, error) {
@@ -84,12 +89,12 @@ func (r *holdRegistry) add(h watchdog.Hold, cancel context.CancelCauseFunc, leas
 	}
 	w := r.m[h]
 	if w == nil {
-		w = &watched{cancels: make(map[uint64]context.CancelCauseFunc)}
+		w = &watched{cancels: make(map[uint64]registration)}
 		r.m[h] = w
 		r.n.Add(1)
 	}
 	r.nextID++
-	w.cancels[r.nextID] = cancel
+	w.cancels[r.nextID] = registration{cancel, time.Now()}
 	if lease >= 0 {
 		r.arm(h, w, lease)
 	}
@@ -142,9 +147,35 @@ func (r *holdRegistry) fire(h watchdog.Hold, cause error) {
 	}
 	r.mu.Unlock()
 	if w != nil {
-		for _, cancel := range w.cancels {
-			cancel(cause)
+		for _, reg := range w.cancels {
+			reg.cancel(cause)
 		}
+	}
+}
+
+// fireBefore ends the HoldContexts of h registered before at (when a loss
+// was found); later ones watch a newer hold of the same owner, which the
+// report does not concern.
+func (r *holdRegistry) fireBefore(h watchdog.Hold, cause error, at time.Time) {
+	if r.n.Load() == 0 {
+		return
+	}
+	var fire []context.CancelCauseFunc
+	r.mu.Lock()
+	if w := r.m[h]; w != nil {
+		for id, reg := range w.cancels {
+			if !reg.at.After(at) {
+				fire = append(fire, reg.cancel)
+				delete(w.cancels, id)
+			}
+		}
+		if len(w.cancels) == 0 {
+			r.drop(h, w)
+		}
+	}
+	r.mu.Unlock()
+	for _, cancel := range fire {
+		cancel(cause)
 	}
 }
 
@@ -163,8 +194,8 @@ func (r *holdRegistry) fireKey(key string, cause error) {
 	}
 	r.mu.Unlock()
 	for _, w := range ws {
-		for _, cancel := range w.cancels {
-			cancel(cause)
+		for _, reg := range w.cancels {
+			reg.cancel(cause)
 		}
 	}
 }
@@ -196,8 +227,8 @@ func (r *holdRegistry) closeAll(cause error) {
 	r.n.Store(0)
 	r.mu.Unlock()
 	for _, w := range m {
-		for _, cancel := range w.cancels {
-			cancel(cause)
+		for _, reg := range w.cancels {
+			reg.cancel(cause)
 		}
 	}
 }

@@ -308,12 +308,16 @@ func (l *Lock) unlockScript(ctx context.Context, field string, syncRetry bool) (
 // unlock releases one level and keeps the client's bookkeeping (watchdog,
 // lease, HoldContexts) in step. It returns true when the lock was deleted.
 func (l *Lock) unlock(ctx context.Context, field string) (bool, error) {
+	h := watchdog.Hold{Key: l.name, Field: field}
+	// While the script and its retries run, a renewal that finds the field
+	// gone sees this unlock's work, not a lost lock.
+	l.c.wd.BeginRelease(h)
+	defer l.c.wd.EndRelease(h)
 	res, err := l.unlockScript(ctx, field, true)
 	if errors.Is(err, ErrNoSyncedReplicas) {
 		l.bookUnlock(field, res)
 		return res == 1, err
 	}
-	h := watchdog.Hold{Key: l.name, Field: field}
 	switch {
 	case err == nil:
 		l.bookUnlock(field, res)

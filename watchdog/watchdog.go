@@ -68,8 +68,10 @@ type Config struct {
 	// MaxHold from its first Add it is reported lost (ErrMaxHold) and left
 	// to expire, so a stuck holder cannot keep a lock forever.
 	MaxHold time.Duration
-	// OnLost is called, outside any lock, for each hold that was lost.
-	OnLost func(h Hold, err error)
+	// OnLost is called, outside any lock, for each hold that was lost; at
+	// is when the loss was found. A hold acquired again after at is a new
+	// hold that the report does not concern.
+	OnLost func(h Hold, err error, at time.Time)
 	// Logger receives renewal failures; nil discards them.
 	Logger *slog.Logger
 }
@@ -88,10 +90,11 @@ type Watchdog struct {
 }
 
 type hold struct {
-	since    time.Time // the first Add
-	count    int
-	renewed  time.Time // when the last renewal known to succeed was sent
-	inflight *round    // the round renewing this hold, if any
+	since     time.Time // the first Add
+	count     int
+	releasing int       // unlocks in flight: a gone field is then their doing, not a loss
+	renewed   time.Time // when the last renewal known to succeed was sent
+	inflight  *round    // the round renewing this hold, if any
 }
 
 type round struct{ done chan struct{} }
@@ -155,6 +158,26 @@ func (w *Watchdog) Remove(h Hold) {
 	r := st.inflight
 	w.mu.Unlock()
 	wait(r)
+}
+
+// BeginRelease tells the watchdog that the owner is unlocking h: until the
+// matching EndRelease, a renewal that finds h gone (the unlock deleted it)
+// is not a loss. Renewal of h otherwise goes on (a partial unlock keeps it).
+func (w *Watchdog) BeginRelease(h Hold) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st := w.holds[h]; st != nil {
+		st.releasing++
+	}
+}
+
+// EndRelease ends a BeginRelease, after the unlock's Remove or Drop.
+func (w *Watchdog) EndRelease(h Hold) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if st := w.holds[h]; st != nil && st.releasing > 0 {
+		st.releasing--
+	}
 }
 
 // Drop stops renewing h whatever its count, and reports whether it was
@@ -314,10 +337,15 @@ func (w *Watchdog) renewAll() bool {
 			switch {
 			case res.Err == nil && j < len(res.Renewed) && res.Renewed[j]:
 				st.renewed = start
+			case st.releasing > 0:
+				// The owner's unlock is in flight and decides: it
+				// removes the hold, or keeps it if it fails.
 			case res.Err == nil:
 				delete(w.holds, h)
 				losses = append(losses, lost{h, ErrNotHeld})
-			case end.Add(w.period).Before(st.renewed.Add(w.cfg.Timeout)):
+			case end.Add(w.period + w.period/2).Before(st.renewed.Add(w.cfg.Timeout)):
+				// The next round (one period away, taking up to half a
+				// period) can still renew before the lease runs out.
 				w.cfg.Logger.Warn("watchdog: renewal failed, will retry", "key", h.Key, "err", res.Err)
 			default:
 				delete(w.holds, h)
@@ -329,7 +357,7 @@ func (w *Watchdog) renewAll() bool {
 	for _, l := range losses {
 		w.cfg.Logger.Warn("watchdog: lock lost", "key", l.h.Key, "owner", l.h.Field, "err", l.err)
 		if w.cfg.OnLost != nil {
-			w.cfg.OnLost(l.h, l.err)
+			w.cfg.OnLost(l.h, l.err, end)
 		}
 	}
 	return true

@@ -95,7 +95,7 @@ func TestLostWhenFieldGone(t *testing.T) {
 	gone := watchdog.Hold{Key: "gone", Field: "c:1"}
 	r := &renewer{answer: func(h watchdog.Hold) (bool, error) { return h != gone, nil }}
 	lost := make(chan error, 1)
-	w := newWatchdog(t, r, watchdog.Config{Timeout: 150 * time.Millisecond, OnLost: func(h watchdog.Hold, err error) {
+	w := newWatchdog(t, r, watchdog.Config{Timeout: 150 * time.Millisecond, OnLost: func(h watchdog.Hold, err error, _ time.Time) {
 		if h == gone {
 			lost <- err
 		}
@@ -126,7 +126,7 @@ func TestLostBeforeLeaseEndsWhenRenewalsFail(t *testing.T) {
 		err error
 	}
 	lost := make(chan loss, 1)
-	w := newWatchdog(t, r, watchdog.Config{Timeout: timeout, OnLost: func(_ watchdog.Hold, err error) {
+	w := newWatchdog(t, r, watchdog.Config{Timeout: timeout, OnLost: func(_ watchdog.Hold, err error, _ time.Time) {
 		lost <- loss{time.Now(), err}
 	}})
 	h := watchdog.Hold{Key: "k", Field: "c:1"}
@@ -203,10 +203,44 @@ func TestMaxHold(t *testing.T) {
 	r := &renewer{answer: func(watchdog.Hold) (bool, error) { return true, nil }}
 	lost := make(chan error, 1)
 	w := newWatchdog(t, r, watchdog.Config{Timeout: 90 * time.Millisecond, MaxHold: 200 * time.Millisecond,
-		OnLost: func(_ watchdog.Hold, err error) { lost <- err }})
+		OnLost: func(_ watchdog.Hold, err error, _ time.Time) { lost <- err }})
 	start := time.Now()
 	w.Add(watchdog.Hold{Key: "k", Field: "c:1"})
 	assert.ErrorIs(t, <-lost, watchdog.ErrMaxHold)
 	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
 	assert.Zero(t, w.Len())
+}
+
+// A hold whose owner is unlocking it is not reported lost when a renewal
+// finds it gone: the unlock deleted it.
+func TestReleasingHoldIsNotLost(t *testing.T) {
+	var mu sync.Mutex
+	gone := false
+	r := &renewer{answer: func(watchdog.Hold) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return !gone, nil
+	}, roundCh: make(chan struct{}, 100)}
+	lost := make(chan error, 1)
+	w := newWatchdog(t, r, watchdog.Config{Timeout: 60 * time.Millisecond,
+		OnLost: func(_ watchdog.Hold, err error, _ time.Time) { lost <- err }})
+	h := watchdog.Hold{Key: "k", Field: "c:1"}
+	w.Add(h)
+	w.BeginRelease(h)
+	mu.Lock()
+	gone = true // the unlock script ran; its reply is slow
+	mu.Unlock()
+	<-r.roundCh
+	<-r.roundCh
+	assert.Equal(t, 1, w.Count(h), "the unlock decides, not the renewal")
+	w.Remove(h)
+	w.EndRelease(h)
+	select {
+	case err := <-lost:
+		t.Fatalf("reported lost during its own unlock: %v", err)
+	default:
+	}
+	// Without a release in flight the same answer is a loss.
+	w.Add(h)
+	assert.ErrorIs(t, <-lost, watchdog.ErrNotHeld)
 }

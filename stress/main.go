@@ -1,0 +1,372 @@
+// Command stress checks that the locks exclude each other across processes
+// while processes die.
+//
+// It runs --procs worker processes (this program, re-executed), each with
+// --goroutines goroutines that lock one of --names lock names at random
+// (Lock with the watchdog, or LockLease) and, inside the lock, INCR the
+// name's sequence key on entry and again on exit, recording both values
+// and the wall-clock times. Every --kill-every (on average) it SIGKILLs a
+// random worker, with whatever it holds, and starts a new one in its place.
+// After --duration it stops the workers and checks the records: two
+// critical sections on one name overlapped exactly when one's entry INCR
+// falls between the other's two INCRs. Overlaps explained by a lease that
+// ran out (a killed holder's lease expired, or a holder outlived its lease)
+// are counted apart; any other overlap is a violation. It also counts the
+// watchdog's lost reports by what the owner was doing at the time: with
+// kills as the only fault, a live worker never really loses a hold.
+//
+//	go run ./stress --duration 30s --procs 3 --goroutines 4 --names 4 --kill-every 3s
+//
+// Without --redis it starts its own redis-server. It prints acquisitions,
+// violations and lease-expiry overlaps, and exits 1 on any violation or
+// error. --unsafe skips the locking, to show that the check catches
+// overlaps.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/goredisson/locks/internal/redistest"
+)
+
+func main() {
+	if spec := os.Getenv(workerEnv); spec != "" {
+		os.Exit(workerMain(spec))
+	}
+	os.Exit(cliMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// Config is a stress run.
+type Config struct {
+	Redis      string        // host:port; empty: start a redis-server
+	Procs      int           // worker processes
+	Goroutines int           // goroutines per worker
+	Names      int           // lock names
+	Duration   time.Duration // how long the workers run
+	KillEvery  time.Duration // mean time between SIGKILLs; 0: none
+	Watchdog   time.Duration // the workers' watchdog timeout
+	Lease      time.Duration // the lease of LockLease holds
+	MaxHold    time.Duration // a critical section lasts up to this
+	Unsafe     bool          // skip locking (the check must then fail)
+	Seed       uint64        // 0: random
+	KeepDir    bool          // keep the workers' records (and print where)
+
+	// Exe is the worker binary, run with workerEnv set; default: this
+	// program (os.Executable).
+	Exe string
+	// Stderr receives the workers' stderr; default os.Stderr.
+	Stderr io.Writer
+}
+
+func (c *Config) defaults() error {
+	if c.Procs <= 0 || c.Goroutines <= 0 || c.Names <= 0 {
+		return errors.New("--procs, --goroutines and --names must be positive")
+	}
+	if c.Duration <= 0 || c.Watchdog < 3*time.Millisecond || c.Lease < time.Millisecond || c.KillEvery < 0 || c.MaxHold < 0 {
+		return errors.New("--duration, --watchdog and --lease must be positive, --kill-every and --max-hold not negative")
+	}
+	if c.Seed == 0 {
+		c.Seed = mrand.Uint64()
+	}
+	if c.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		c.Exe = exe
+	}
+	if c.Stderr == nil {
+		c.Stderr = os.Stderr
+	}
+	return nil
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	Verdict
+	Config   Config
+	Kills    int
+	Restarts int
+	Elapsed  time.Duration
+	Dir      string // where the records are, with --keep
+}
+
+func cliMain(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("stress", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c Config
+	fs.StringVar(&c.Redis, "redis", "", "Redis address host:port (default: start a redis-server)")
+	fs.IntVar(&c.Procs, "procs", 3, "worker processes")
+	fs.IntVar(&c.Goroutines, "goroutines", 4, "goroutines per worker process")
+	fs.IntVar(&c.Names, "names", 4, "lock names")
+	fs.DurationVar(&c.Duration, "duration", 30*time.Second, "how long the workers run")
+	fs.DurationVar(&c.KillEvery, "kill-every", 3*time.Second, "mean time between SIGKILLs of a random worker (0: none)")
+	fs.DurationVar(&c.Watchdog, "watchdog", 2*time.Second, "watchdog timeout of the workers' locks")
+	fs.DurationVar(&c.Lease, "lease", 2*time.Second, "lease of the LockLease holds")
+	fs.DurationVar(&c.MaxHold, "max-hold", 8*time.Millisecond, "longest critical section")
+	fs.BoolVar(&c.Unsafe, "unsafe", false, "do not lock (the check must report violations)")
+	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: random)")
+	fs.BoolVar(&c.KeepDir, "keep", false, "keep the workers' record files and print their directory")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "stress: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	c.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), c.Duration+5*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, c)
+	if err != nil {
+		fmt.Fprintln(stderr, "stress:", err)
+		return 2
+	}
+	rep.Print(stdout)
+	if !rep.OK() {
+		return 1
+	}
+	return 0
+}
+
+// Print writes the report.
+func (r *Report) Print(w io.Writer) {
+	c := r.Config
+	mode := "Lock (watchdog) and LockLease"
+	if c.Unsafe {
+		mode = "UNSAFE: no locking"
+	}
+	fmt.Fprintf(w, "stress: %d procs x %d goroutines, %d names, %v (%s; watchdog %v, lease %v, sections up to %v, seed %d)\n",
+		c.Procs, c.Goroutines, c.Names, c.Duration, mode, c.Watchdog, c.Lease, c.MaxHold, c.Seed)
+	fmt.Fprintf(w, "acquisitions: %d (completed %d, per name %v) in %v\n", r.Acquisitions, r.Completed, r.PerName, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(w, "kills: %d (restarts %d); sections cut by a kill: %d; increments left unrecorded by kills: %d\n",
+		r.Kills, r.Restarts, r.CutByKill, r.Unrecorded)
+	fmt.Fprintf(w, "lease-expiry overlaps: %d", r.LeaseExpiryOverlaps)
+	if r.ExpiryGapMax > 0 {
+		fmt.Fprintf(w, " (next holder entered %v..%v after the kill)", r.ExpiryGapMin.Round(time.Millisecond), r.ExpiryGapMax.Round(time.Millisecond))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "watchdog lost reports: %d (owner holding the lock: %d, unlocking it: %d, not holding it: %d)\n",
+		r.LostHolds, r.LostHolding, r.LostUnlocking, r.LostOther)
+	fmt.Fprintf(w, "violations: %d\n", r.Violations)
+	fmt.Fprintf(w, "errors: acquire %d, unlock %d, worker %d\n", r.AcquireErrors, r.UnlockErrors, r.WorkerErrors)
+	if r.Dir != "" {
+		fmt.Fprintf(w, "records kept in %s\n", r.Dir)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "  %s\n", p)
+	}
+	if r.OK() {
+		fmt.Fprintln(w, "OK")
+	} else {
+		fmt.Fprintln(w, "FAIL")
+	}
+}
+
+// worker is a running worker process.
+type worker struct {
+	procResult
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	exited chan struct{}
+	err    error // cmd.Wait's result, after exited
+}
+
+// Run runs the workers for cfg.Duration, killing and restarting them, and
+// checks their records.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	rep := &Report{Config: cfg}
+	addr := cfg.Redis
+	if addr == "" {
+		srv, err := redistest.StartServer(ctx, redistest.Config{Name: "stress"})
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Close()
+		addr = srv.Addr
+	}
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+
+	dir, err := os.MkdirTemp("", "stress-")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.KeepDir {
+		rep.Dir = dir
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	var id [6]byte
+	_, _ = rand.Read(id[:])
+	run := hex.EncodeToString(id[:])
+	names := make([]string, cfg.Names)
+	var keys []string
+	for i := range names {
+		names[i] = fmt.Sprintf("stress:%s:%d", run, i)
+		keys = append(keys, names[i], seqKey(names[i]))
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		rc.Do(dctx, rc.B().Del().Key(keys...).Build())
+	}()
+
+	rng := mrand.New(mrand.NewPCG(cfg.Seed, 0))
+	start := func(slot, gen int) (*worker, error) {
+		w := &worker{procResult: procResult{proc: proc{slot, gen}, Out: filepath.Join(dir, fmt.Sprintf("worker-%d-%d.jsonl", slot, gen))}}
+		spec, _ := json.Marshal(workerConfig{
+			Addr: addr, Names: names, Goroutines: cfg.Goroutines,
+			WatchdogMs: cfg.Watchdog.Milliseconds(), LeaseMs: cfg.Lease.Milliseconds(),
+			MaxHoldUs: cfg.MaxHold.Microseconds(), Unsafe: cfg.Unsafe, Out: w.Out,
+			Seed: cfg.Seed ^ uint64(slot)<<32 ^ uint64(gen)<<48,
+		})
+		w.cmd = exec.Command(cfg.Exe)
+		w.cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
+		w.cmd.Stdout = cfg.Stderr
+		w.cmd.Stderr = cfg.Stderr
+		dieWithParent(w.cmd)
+		var err error
+		if w.stdin, err = w.cmd.StdinPipe(); err != nil {
+			return nil, err
+		}
+		if err := w.cmd.Start(); err != nil {
+			return nil, fmt.Errorf("starting %s: %w", w.proc, err)
+		}
+		w.exited = make(chan struct{})
+		go func() {
+			w.err = w.cmd.Wait()
+			close(w.exited)
+		}()
+		return w, nil
+	}
+	var (
+		all     []*worker // every process started
+		running = make([]*worker, cfg.Procs)
+		mu      sync.Mutex
+	)
+	killAll := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, w := range all {
+			_ = w.cmd.Process.Kill()
+			<-w.exited
+		}
+	}
+	for i := range running {
+		w, err := start(i, 0)
+		if err != nil {
+			killAll()
+			return nil, err
+		}
+		running[i] = w
+		all = append(all, w)
+	}
+
+	began := time.Now()
+	deadline := time.NewTimer(cfg.Duration)
+	defer deadline.Stop()
+	var killTimer <-chan time.Time
+	nextKill := func() {
+		if cfg.KillEvery > 0 {
+			d := cfg.KillEvery/2 + time.Duration(rng.Int64N(int64(cfg.KillEvery)+1))
+			killTimer = time.After(d)
+		}
+	}
+	nextKill()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			killAll()
+			return nil, ctx.Err()
+		case <-deadline.C:
+			break loop
+		case <-killTimer:
+			slot := rng.IntN(cfg.Procs)
+			w := running[slot]
+			w.KilledAt = time.Now().UnixNano()
+			if err := w.cmd.Process.Kill(); err != nil {
+				killAll()
+				return nil, fmt.Errorf("killing %s: %w", w.proc, err)
+			}
+			<-w.exited
+			rep.Kills++
+			nw, err := start(slot, w.Gen+1)
+			if err != nil {
+				killAll()
+				return nil, err
+			}
+			rep.Restarts++
+			mu.Lock()
+			running[slot] = nw
+			all = append(all, nw)
+			mu.Unlock()
+			nextKill()
+		}
+	}
+
+	// Stop: EOF on stdin; each worker finishes its sections and exits.
+	for _, w := range running {
+		_ = w.stdin.Close()
+	}
+	stopBy := time.After(cfg.Lease + cfg.Watchdog + 30*time.Second)
+	for _, w := range running {
+		select {
+		case <-w.exited:
+		case <-stopBy:
+			_ = w.cmd.Process.Kill()
+			<-w.exited
+			rep.WorkerErrors++
+			rep.problem("%s did not stop in time", w.proc)
+		}
+	}
+	rep.Elapsed = time.Since(began)
+
+	var procs []procResult
+	for _, w := range all {
+		if w.KilledAt == 0 && w.err != nil {
+			w.ExitErr = w.err
+			rep.WorkerErrors++
+			rep.problem("%s exited: %v", w.proc, w.err)
+		}
+		procs = append(procs, w.procResult)
+	}
+	sections, err := readRecords(procs, &rep.Verdict)
+	if err != nil {
+		return nil, err
+	}
+	seqMax := make([]int64, len(names))
+	for i, n := range names {
+		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		v, err := rc.Do(gctx, rc.B().Get().Key(seqKey(n)).Build()).AsInt64()
+		cancel()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			return nil, fmt.Errorf("reading %s: %w", seqKey(n), err)
+		}
+		seqMax[i] = v
+	}
+	check(sections, seqMax, rep.Kills, cfg.Goroutines, &rep.Verdict)
+	return rep, nil
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	// The test binary doubles as the worker process.
+	if spec := os.Getenv(workerEnv); spec != "" {
+		os.Exit(workerMain(spec))
+	}
+	redistest.VerifyTestMain(m)
+}
+
+// Three worker processes of four goroutines contend for four locks for
+// about 30s while a random worker is SIGKILLed (and replaced) every ~2.5s:
+// no two critical sections on a name overlap, except after a killed
+// holder's lease ran out.
+func TestStress(t *testing.T) {
+	srv := redistest.Standalone(t)
+	var stderr syncBuffer
+	rep, err := Run(context.Background(), Config{
+		Redis:      srv.Addr,
+		Procs:      3,
+		Goroutines: 4,
+		Names:      4,
+		Duration:   28 * time.Second,
+		KillEvery:  2500 * time.Millisecond,
+		Watchdog:   1500 * time.Millisecond,
+		Lease:      1500 * time.Millisecond,
+		MaxHold:    8 * time.Millisecond,
+		Stderr:     &stderr,
+	})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	rep.Print(&out)
+	t.Logf("\n%s", out.String())
+	if s := stderr.String(); s != "" {
+		t.Logf("workers' stderr:\n%s", s)
+	}
+	assert.Zero(t, rep.Violations, "mutual exclusion violated")
+	assert.True(t, rep.OK(), "the run failed")
+	assert.GreaterOrEqual(t, rep.Kills, 5)
+	assert.Greater(t, rep.Acquisitions, 1000)
+	for n, k := range rep.PerName {
+		assert.Positive(t, k, "name %d was never locked", n)
+	}
+	// Every overlap with a killed holder came after its lease could run
+	// out, and not much later than the lease.
+	if rep.ExpiryGapMax > 0 {
+		assert.LessOrEqual(t, rep.ExpiryGapMax, 1500*time.Millisecond+time.Second)
+	}
+}
+
+var violationsLine = regexp.MustCompile(`(?m)^violations: (\d+)$`)
+
+// With --unsafe the workers do not lock: the check must see overlaps, and
+// the program must exit 1.
+func TestUnsafeModeReportsViolations(t *testing.T) {
+	srv := redistest.Standalone(t)
+	var stdout, stderr syncBuffer
+	code := cliMain([]string{"--redis", srv.Addr, "--unsafe", "--duration", "1500ms", "--kill-every", "0",
+		"--procs", "2", "--goroutines", "3", "--names", "2"}, &stdout, &stderr)
+	t.Logf("\n%s%s", stdout.String(), stderr.String())
+	assert.Equal(t, 1, code)
+	m := violationsLine.FindStringSubmatch(stdout.String())
+	require.NotNil(t, m, "no violations line")
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	assert.Positive(t, n)
+}
+
+func TestFlags(t *testing.T) {
+	var stdout, stderr syncBuffer
+	assert.Equal(t, 2, cliMain([]string{"--procs", "0"}, &stdout, &stderr))
+	assert.Equal(t, 2, cliMain([]string{"--bogus"}, &stdout, &stderr))
+	assert.Equal(t, 2, cliMain([]string{"extra"}, &stdout, &stderr))
+}
+
+// The check on hand-made records: what counts as a violation, what as a
+// lease-expiry overlap.
+func TestCheck(t *testing.T) {
+	p0, p1 := proc{0, 0}, proc{1, 0}
+	sec := func(p proc, g int, s1, s2, tb int64) *section {
+		return &section{proc: p, G: g, S1: s1, S2: s2, T0: tb - ms, TB: tb, TE: tb + 5*ms, Lease: 1000, WD: true}
+	}
+	run := func(sections []*section, seqMax int64, kills int) Verdict {
+		var v Verdict
+		check(sections, []int64{seqMax}, kills, 4, &v)
+		return v
+	}
+
+	t.Run("exclusive", func(t *testing.T) {
+		v := run([]*section{sec(p0, 0, 1, 2, 100), sec(p1, 0, 3, 4, 200), sec(p0, 1, 5, 6, 300)}, 6, 0)
+		assert.True(t, v.OK(), "%+v", v)
+		assert.Equal(t, 3, v.Completed)
+	})
+	t.Run("overlap", func(t *testing.T) {
+		v := run([]*section{sec(p0, 0, 1, 3, 100), sec(p1, 0, 2, 4, 200)}, 4, 0)
+		assert.Equal(t, 1, v.Violations)
+		assert.False(t, v.OK())
+	})
+	t.Run("nested", func(t *testing.T) {
+		v := run([]*section{sec(p0, 0, 1, 6, 100), sec(p1, 0, 2, 3, 200), sec(p1, 1, 4, 5, 300)}, 6, 0)
+		assert.Equal(t, 2, v.Violations)
+	})
+	t.Run("killed holder, next entered after the kill", func(t *testing.T) {
+		e := sec(p0, 0, 1, 0, 100)
+		e.killedAt = 150 * ms
+		v := run([]*section{e, sec(p1, 0, 2, 3, 1500*ms), sec(p1, 1, 4, 5, 1600*ms)}, 5, 1)
+		assert.Zero(t, v.Violations)
+		assert.Equal(t, 1, v.LeaseExpiryOverlaps, "one overlap per cut section")
+		assert.Equal(t, 1, v.CutByKill)
+		assert.True(t, v.OK(), "%+v", v)
+	})
+	t.Run("killed holder, next entered before the kill", func(t *testing.T) {
+		e := sec(p0, 0, 1, 0, 100*ms)
+		e.killedAt = 150 * ms
+		v := run([]*section{e, sec(p1, 0, 2, 3, 120*ms)}, 3, 1)
+		assert.Equal(t, 1, v.Violations)
+	})
+	t.Run("killed holder, next entered after the kill but within the lease", func(t *testing.T) {
+		e := sec(p0, 0, 1, 0, 100*ms) // acquire began at 99ms, lease 1s
+		e.killedAt = 150 * ms
+		v := run([]*section{e, sec(p1, 0, 2, 3, 400*ms)}, 3, 1)
+		assert.Equal(t, 1, v.Violations, "the lease set at the acquisition could not have run out")
+	})
+	t.Run("killed holder whose lease ran out before the kill", func(t *testing.T) {
+		// The process hung past its lease, the next holder entered, then
+		// the process was killed: fine for a fixed lease; a watchdog hold
+		// of a live process must not be taken.
+		e := sec(p0, 2, 1, 0, 100*ms)
+		e.Lease, e.WD, e.killedAt = 1000, false, 5000*ms
+		v := run([]*section{e, sec(p1, 0, 2, 3, 1200*ms)}, 3, 1)
+		assert.Zero(t, v.Violations)
+		assert.Equal(t, 1, v.LeaseExpiryOverlaps)
+		e.WD = true
+		v = run([]*section{e, sec(p1, 0, 2, 3, 1200*ms)}, 3, 1)
+		assert.Equal(t, 1, v.Violations)
+	})
+	t.Run("killed holder with a fixed lease that elapsed", func(t *testing.T) {
+		e := sec(p0, 0, 1, 0, 100*ms)
+		e.Lease, e.WD, e.killedAt = 500, false, 5000*ms
+		v := run([]*section{e, sec(p1, 0, 2, 3, 700*ms)}, 3, 1)
+		assert.Zero(t, v.Violations)
+		v = run([]*section{e, sec(p1, 0, 2, 3, 300*ms)}, 3, 1)
+		assert.Equal(t, 1, v.Violations, "the lease had not elapsed yet")
+	})
+	t.Run("lost hold", func(t *testing.T) {
+		e := sec(p0, 0, 1, 3, 100)
+		e.Lost = true
+		v := run([]*section{e, sec(p1, 0, 2, 4, 200)}, 4, 0)
+		assert.Zero(t, v.Violations)
+		assert.Equal(t, 1, v.LeaseExpiryOverlaps)
+	})
+	t.Run("open section of a live process", func(t *testing.T) {
+		v := run([]*section{sec(p0, 0, 1, 0, 100)}, 1, 0)
+		assert.Equal(t, 1, v.WorkerErrors)
+		assert.False(t, v.OK())
+	})
+	t.Run("sequence number claimed twice", func(t *testing.T) {
+		v := run([]*section{sec(p0, 0, 1, 2, 100), sec(p1, 0, 2, 3, 200)}, 3, 0)
+		assert.Positive(t, v.Violations)
+	})
+	t.Run("unrecorded increments need kills", func(t *testing.T) {
+		v := run([]*section{sec(p0, 0, 1, 2, 100), sec(p1, 0, 4, 5, 200)}, 5, 0)
+		assert.Equal(t, 1, v.Unrecorded)
+		assert.Equal(t, 1, v.WorkerErrors)
+		v = run([]*section{sec(p0, 0, 1, 2, 100), sec(p1, 0, 4, 5, 200)}, 5, 1)
+		assert.True(t, v.OK(), "%+v", v)
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers (os/exec copies
+// the workers' output in goroutines).
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

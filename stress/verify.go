@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+)
+
+// proc identifies one worker process: its slot and its generation (each
+// restart after a kill is a new generation).
+type proc struct{ Slot, Gen int }
+
+func (p proc) String() string { return fmt.Sprintf("worker %d.%d", p.Slot, p.Gen) }
+
+// procResult is what the coordinator knows about one worker process.
+type procResult struct {
+	proc
+	Out      string // its records file
+	KilledAt int64  // wall clock (UnixNano) just before the coordinator's SIGKILL; 0 if not killed
+	ExitErr  error  // how it ended, when it was not killed and did not exit 0
+}
+
+// section is one critical section: from the INCR that returned S1 to the
+// INCR that returned S2 on its name's sequence key, both done while holding
+// the lock.
+type section struct {
+	proc
+	G     int   // goroutine (owner = G+1)
+	N     int   // name index
+	S1    int64 // seq on entry
+	S2    int64 // seq on exit; 0 while open (no E record: the process was killed)
+	T0    int64 // before the acquire call
+	TB    int64 // before the entry INCR
+	TE    int64 // after the exit INCR
+	Lease int64 // the hold's lease in ms (fixed, or the watchdog timeout)
+	WD    bool  // the watchdog renews the hold
+	Lost  bool  // the hold's lease may have run out during the section
+
+	killedAt int64 // the process' kill time
+}
+
+func (s *section) open() bool { return s.S2 == 0 }
+
+func (s *section) String() string {
+	end := "open"
+	if !s.open() {
+		end = fmt.Sprint(s.S2)
+	}
+	return fmt.Sprintf("%s goroutine %d [%d, %s]", s.proc, s.G, s.S1, end)
+}
+
+// Verdict is the outcome of checking the records of a run.
+type Verdict struct {
+	Acquisitions        int   // critical sections entered (B records)
+	Completed           int   // ... and finished (E records)
+	PerName             []int // acquisitions per name
+	Violations          int   // overlapping sections not explained by a lease that ran out
+	LeaseExpiryOverlaps int   // overlaps explained by a lease that ran out (killed or lost holder)
+	CutByKill           int   // sections open when their process was killed
+	Unrecorded          int   // sequence numbers no record accounts for (INCRs of killed processes)
+	AcquireErrors       int
+	UnlockErrors        int // Unlock failures other than ErrNotHeld after a lost hold
+	// Holds the watchdog reported lost, by what the owner was doing then:
+	// holding that lock, unlocking it, or neither. In a run whose only
+	// faults are kills, a live worker's hold is never really lost (its
+	// sections last milliseconds, its lease seconds): every report is a
+	// false alarm of the library.
+	LostHolds, LostHolding, LostUnlocking, LostOther int
+	WorkerErrors                                     int // unreadable records, open sections of live processes, unexpected exits
+	// ExpiryGapMin/Max: for overlaps with a killed holder, how long after
+	// the kill the next holder entered.
+	ExpiryGapMin, ExpiryGapMax time.Duration
+	Problems                   []string // the first violations and errors, described
+}
+
+const maxProblems = 20
+
+const (
+	ms = int64(time.Millisecond)
+	// clockSlack absorbs clock granularity when wall-clock times of two
+	// processes on one machine are compared.
+	clockSlack = 2 * ms
+)
+
+func (v *Verdict) problem(format string, args ...any) {
+	if len(v.Problems) < maxProblems {
+		v.Problems = append(v.Problems, fmt.Sprintf(format, args...))
+	}
+}
+
+// OK reports whether the run showed mutual exclusion and no errors.
+func (v *Verdict) OK() bool {
+	return v.Violations == 0 && v.WorkerErrors == 0 && v.AcquireErrors == 0 && v.UnlockErrors == 0 && v.Acquisitions > 0
+}
+
+// readRecords reads the records of each process into sections and counts
+// the other records into v.
+func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
+	var sections []*section
+	type key struct {
+		proc
+		n  int
+		s1 int64
+	}
+	open := make(map[key]*section)
+	for _, p := range procs {
+		f, err := os.Open(p.Out)
+		if os.IsNotExist(err) {
+			continue // killed before it wrote anything
+		}
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		line := 0
+		for sc.Scan() {
+			line++
+			var r record
+			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				v.WorkerErrors++
+				v.problem("%s: %s line %d: %v", p.proc, p.Out, line, err)
+				continue
+			}
+			switch r.K {
+			case "B":
+				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, killedAt: p.KilledAt}
+				sections = append(sections, s)
+				open[key{p.proc, r.N, r.S1}] = s
+			case "E":
+				s := open[key{p.proc, r.N, r.S1}]
+				if s == nil {
+					v.WorkerErrors++
+					v.problem("%s: end of a section that never began: %+v", p.proc, r)
+					continue
+				}
+				delete(open, key{p.proc, r.N, r.S1})
+				s.S2, s.TE, s.Lost = r.S2, r.TE, r.Lost
+			case "L":
+				v.LostHolds++
+				switch r.State {
+				case "holding":
+					v.LostHolding++
+				case "unlocking":
+					v.LostUnlocking++
+				default:
+					v.LostOther++
+				}
+			case "U":
+				v.UnlockErrors++
+				v.problem("%s goroutine %d: unlock of section %d: %s", p.proc, r.G, r.S1, r.Err)
+			case "X":
+				v.AcquireErrors++
+				v.problem("%s goroutine %d: %s", p.proc, r.G, r.Err)
+			default:
+				v.WorkerErrors++
+				v.problem("%s: unknown record %q", p.proc, sc.Text())
+			}
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Out, err)
+		}
+	}
+	return sections, nil
+}
+
+// check verifies mutual exclusion, name by name, on the sequence numbers.
+//
+// Every section increments its name's sequence key once on entry (S1) and
+// once on exit (S2) while it holds the lock. Redis orders all INCRs of a
+// key, so two sections overlapped if and only if one's entry INCR falls
+// between the other's two INCRs: with S1 < S1' < S2 the second section
+// entered while the first was still inside. (Sections that are exclusive
+// have S2 = S1 + 1.) A section cut by a kill has no S2 and stays "inside"
+// until some section enters after it.
+//
+// An overlap of an earlier section E by a later one L is explained by a
+// lease that ran out, and counted apart, when
+//   - E was cut by a kill (its process died holding the lock), and L
+//     entered once the lease set at E's acquisition (which began at T0)
+//     could have run out (T0 + lease) and, for a watchdog hold, after the
+//     kill; or
+//   - E ended after its lease could have run out (Lost: T0 + lease had
+//     passed on E's monotonic clock when E ended).
+//
+// The watchdog's lost reports are not trusted for this: in a run whose
+// only faults are kills, sections of milliseconds and leases of seconds,
+// the time test is enough.
+//
+// Any other overlap is a violation. Every unexplained sequence number must
+// come from a killed process (an INCR whose record the kill prevented).
+func check(sections []*section, seqMax []int64, kills int, goroutines int, v *Verdict) {
+	v.PerName = make([]int, len(seqMax))
+	byName := make([][]*section, len(seqMax))
+	for _, s := range sections {
+		if s.N < 0 || s.N >= len(seqMax) {
+			v.WorkerErrors++
+			v.problem("%s: unknown name index %d", s, s.N)
+			continue
+		}
+		byName[s.N] = append(byName[s.N], s)
+		v.PerName[s.N]++
+		v.Acquisitions++
+		if !s.open() {
+			v.Completed++
+		} else if s.killedAt != 0 {
+			v.CutByKill++
+		} else {
+			v.WorkerErrors++
+			v.problem("%s: section never ended though its process was not killed", s)
+		}
+	}
+	for n, ss := range byName {
+		sort.Slice(ss, func(i, j int) bool { return ss[i].S1 < ss[j].S1 })
+		seen := make(map[int64]*section)
+		claim := func(seq int64, s *section) {
+			if other := seen[seq]; other != nil {
+				v.Violations++
+				v.problem("name %d: sequence number %d claimed by %s and %s", n, seq, other, s)
+			}
+			seen[seq] = s
+		}
+		var active []*section // sections that may still be inside
+		for _, l := range ss {
+			claim(l.S1, l)
+			if !l.open() {
+				claim(l.S2, l)
+				if l.S2 <= l.S1 {
+					v.Violations++
+					v.problem("name %d: %s exits before it enters", n, l)
+				}
+			}
+			kept := active[:0]
+			for _, e := range active {
+				if !e.open() && e.S2 < l.S1 {
+					continue // e was out before l entered
+				}
+				// e entered before l, and was still inside when l entered.
+				switch {
+				case e.open() && e.killedAt != 0 && l.TB >= e.T0+e.Lease*ms-clockSlack && (l.TB > e.killedAt || !e.WD):
+					// e's process died holding the lock: l entered once
+					// the lease set at e's acquisition could have run out
+					// and, for a watchdog hold, after the process died
+					// (a fixed lease may also run out in a process that
+					// still lives).
+					v.LeaseExpiryOverlaps++
+					if gap := time.Duration(l.TB - e.killedAt); gap > 0 {
+						if v.ExpiryGapMin == 0 || gap < v.ExpiryGapMin {
+							v.ExpiryGapMin = gap
+						}
+						v.ExpiryGapMax = max(v.ExpiryGapMax, gap)
+					}
+					continue // its lease ran out: it is no longer inside
+				case !e.open() && e.Lost:
+					v.LeaseExpiryOverlaps++
+				default:
+					v.Violations++
+					v.problem("name %d: %s entered while %s was inside (%s)", n, l, e, describeGap(e, l))
+				}
+				kept = append(kept, e)
+			}
+			active = append(kept, l)
+		}
+		unrecorded := seqMax[n] - int64(len(seen))
+		if unrecorded < 0 {
+			v.WorkerErrors++
+			v.problem("name %d: %d sequence numbers recorded but the key is at %d", n, len(seen), seqMax[n])
+			unrecorded = 0
+		}
+		v.Unrecorded += int(unrecorded)
+	}
+	// A killed process leaves at most one unrecorded INCR per goroutine.
+	if v.Unrecorded > kills*goroutines {
+		v.WorkerErrors++
+		v.problem("%d sequence numbers have no record, more than %d kills can explain", v.Unrecorded, kills)
+	}
+}
+
+func describeGap(e, l *section) string {
+	if e.open() {
+		if e.killedAt != 0 {
+			return fmt.Sprintf("%v after the kill, %v after the other's acquire call began, lease %dms",
+				time.Duration(l.TB-e.killedAt), time.Duration(l.TB-e.T0), e.Lease)
+		}
+		return "the earlier section never ended"
+	}
+	return fmt.Sprintf("wall clock: entered %v after the other's entry", time.Duration(l.TB-e.TB))
+}

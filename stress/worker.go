@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/goredisson/locks/rlock"
+)
+
+// workerEnv carries a workerConfig (JSON) to a worker process: the stress
+// binary (or the test binary) re-executed by the coordinator.
+const workerEnv = "GOREDISSON_STRESS_WORKER"
+
+type workerConfig struct {
+	Addr       string   `json:"addr"`
+	Names      []string `json:"names"`
+	Goroutines int      `json:"goroutines"`
+	WatchdogMs int64    `json:"watchdog_ms"`
+	LeaseMs    int64    `json:"lease_ms"`
+	MaxHoldUs  int64    `json:"max_hold_us"`
+	Unsafe     bool     `json:"unsafe"`
+	Out        string   `json:"out"`
+	Seed       uint64   `json:"seed"`
+}
+
+// record is one line of a worker's output file.
+//
+//	B: a critical section began: goroutine G entered lock N; S1 is the
+//	   value its INCR of N's sequence key returned, TB the wall clock
+//	   just before that INCR, T0 the wall clock before the acquire call
+//	   began, Lease the hold's lease in ms (the fixed lease, or the
+//	   watchdog timeout), WD whether the watchdog renews it.
+//	E: it ended: S2 is the value of the second INCR, TE the wall clock
+//	   after it, Lost whether the hold's lease may have run out
+//	   meanwhile: a lease set at the acquisition (after T0) can only have
+//	   run out if Lease has elapsed since T0 (on the monotonic clock).
+//	L: the watchdog reported goroutine G's hold on lock N lost at T;
+//	   State is what G was doing then: "holding" N, "unlocking" N, or
+//	   "other" (not holding N).
+//	U: Unlock of the section S1 failed with Err.
+//	X: another failure (acquire, Redis).
+type record struct {
+	K     string `json:"k"`
+	G     int    `json:"g"`
+	N     int    `json:"n,omitempty"`
+	S1    int64  `json:"s1,omitempty"`
+	S2    int64  `json:"s2,omitempty"`
+	T0    int64  `json:"t0,omitempty"`
+	TB    int64  `json:"tb,omitempty"`
+	TE    int64  `json:"te,omitempty"`
+	T     int64  `json:"t,omitempty"`
+	Lease int64  `json:"lease,omitempty"`
+	WD    bool   `json:"wd,omitempty"`
+	Lost  bool   `json:"lost,omitempty"`
+	State string `json:"state,omitempty"`
+	Err   string `json:"err,omitempty"`
+}
+
+// seqKey is the per-name sequence key every critical section increments on
+// entry and on exit, inside the lock.
+func seqKey(name string) string { return name + ":seq" }
+
+// workerMain runs a worker process until its stdin reaches EOF (the
+// coordinator closes it to stop the worker, or dies), then finishes the
+// critical sections under way and returns 0. It returns 1 when it could
+// not start.
+func workerMain(specJSON string) int {
+	var cfg workerConfig
+	if err := json.Unmarshal([]byte(specJSON), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "stress worker:", err)
+		return 1
+	}
+	out, err := os.OpenFile(cfg.Out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stress worker:", err)
+		return 1
+	}
+	defer out.Close()
+	var outMu sync.Mutex
+	emit := func(r record) {
+		b, _ := json.Marshal(r)
+		b = append(b, '\n')
+		outMu.Lock()
+		defer outMu.Unlock()
+		// One write per record: a SIGKILL never leaves half a line.
+		if _, err := out.Write(b); err != nil {
+			fmt.Fprintln(os.Stderr, "stress worker: writing a record:", err)
+		}
+	}
+
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{cfg.Addr}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stress worker:", err)
+		return 1
+	}
+	defer rc.Close()
+	// What each goroutine is doing, for classifying lost reports.
+	const (
+		idle = iota
+		holding
+		unlocking
+	)
+	type gstate struct {
+		phase int
+		name  int
+	}
+	var stMu sync.Mutex
+	states := make([]gstate, cfg.Goroutines)
+	setState := func(g, phase, name int) {
+		stMu.Lock()
+		states[g] = gstate{phase, name}
+		stMu.Unlock()
+	}
+	index := make(map[string]int, len(cfg.Names))
+	for i, n := range cfg.Names {
+		index[n] = i
+	}
+	c, err := rlock.New(rc,
+		rlock.WithWatchdogTimeout(time.Duration(cfg.WatchdogMs)*time.Millisecond),
+		rlock.WithLostHandler(func(ev rlock.LostEvent) {
+			g, n := int(ev.Owner-1), index[ev.Name]
+			state := "other"
+			if g >= 0 && g < len(states) {
+				stMu.Lock()
+				st := states[g]
+				stMu.Unlock()
+				if st.phase == holding && st.name == n {
+					state = "holding"
+				} else if st.phase == unlocking && st.name == n {
+					state = "unlocking"
+				}
+			}
+			emit(record{K: "L", G: g, N: n, T: time.Now().UnixNano(), State: state, Err: ev.Err.Error()})
+		}))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stress worker:", err)
+		return 1
+	}
+	defer c.Close()
+
+	stop, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+
+	lease := time.Duration(cfg.LeaseMs) * time.Millisecond
+	var wg sync.WaitGroup
+	for g := range cfg.Goroutines {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(g)))
+			owner := int64(g + 1)
+			incr := func(key string) (int64, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				return rc.Do(ctx, rc.B().Incr().Key(key).Build()).AsInt64()
+			}
+			for stop.Err() == nil {
+				n := rng.IntN(len(cfg.Names))
+				l := c.Lock(cfg.Names[n])
+				fixed := rng.IntN(2) == 0
+				t0 := time.Now()
+				if !cfg.Unsafe {
+					actx, cancelAcquire := context.WithTimeout(rlock.WithOwner(stop, owner), time.Minute)
+					var err error
+					if fixed {
+						err = l.LockLease(actx, lease)
+					} else {
+						err = l.Lock(actx)
+					}
+					cancelAcquire()
+					if err != nil {
+						if stop.Err() != nil {
+							return
+						}
+						emit(record{K: "X", G: g, N: n, Err: "acquire: " + err.Error()})
+						continue
+					}
+				}
+				setState(g, holding, n)
+				leaseMs, wd := cfg.LeaseMs, !fixed
+				if wd {
+					leaseMs = cfg.WatchdogMs
+				}
+				unlock := func() {
+					setState(g, unlocking, n)
+					defer setState(g, idle, n)
+					if cfg.Unsafe {
+						return
+					}
+					if err := l.Unlock(rlock.WithOwner(context.Background(), owner)); err != nil {
+						msg := err.Error()
+						if errors.Is(err, rlock.ErrNotHeld) {
+							msg = "not held: " + msg
+						}
+						emit(record{K: "U", G: g, N: n, Err: msg})
+					}
+				}
+				tb := time.Now()
+				s1, err := incr(seqKey(cfg.Names[n]))
+				if err != nil {
+					// Redis failed us: report, release and stop this
+					// goroutine (the run then fails).
+					emit(record{K: "X", G: g, N: n, Err: "INCR: " + err.Error()})
+					unlock()
+					return
+				}
+				emit(record{K: "B", G: g, N: n, S1: s1, T0: t0.UnixNano(), TB: tb.UnixNano(), Lease: leaseMs, WD: wd})
+				if cfg.MaxHoldUs > 0 {
+					time.Sleep(time.Duration(rng.Int64N(cfg.MaxHoldUs+1)) * time.Microsecond)
+				}
+				s2, err := incr(seqKey(cfg.Names[n]))
+				te := time.Now()
+				if err != nil {
+					emit(record{K: "X", G: g, N: n, Err: "INCR: " + err.Error()})
+					unlock()
+					return
+				}
+				mayHaveExpired := te.Sub(t0) >= time.Duration(leaseMs)*time.Millisecond
+				emit(record{K: "E", G: g, N: n, S1: s1, S2: s2, TE: te.UnixNano(), Lost: mayHaveExpired})
+				unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return 0
+}
