@@ -10,7 +10,7 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT      := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
 TESTARGS ?=
 
-.PHONY: all deps deps-redis deps-java interop-build test demo bench lint
+.PHONY: all deps deps-redis deps-java interop-build test fuzz stress demo bench lint
 
 all: test
 
@@ -35,9 +35,23 @@ deps-java:
 interop-build: deps-java
 	@bash interop_test/java/build.sh >/dev/null
 
+# Packages run one at a time (-p 1): several of them start Redis clusters,
+# JVMs or timing-sensitive watchdogs, and the machine has 2 cores.
 test: deps
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 20m $(TESTARGS) ./...
+	$(GO) test -race -count=1 -p 1 -timeout 30m $(TESTARGS) ./...
+	$(MAKE) --no-print-directory fuzz
+
+# A short fuzz run of each target (the seed corpora also run in go test).
+FUZZTIME ?= 10s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzNames$$' -fuzztime $(FUZZTIME) ./rlock/
+	$(GO) test -run '^$$' -fuzz '^FuzzLockAPI$$' -fuzztime $(FUZZTIME) ./rlock/
+
+# A longer stress run than the 30 s one in make test.
+STRESS_DURATION ?= 5m
+stress: deps-redis
+	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 3s
 
 demo: deps-redis
 	@mkdir -p bin
