@@ -1,67 +1,16 @@
 package faults_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"os"
-	"os/exec"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredisson/locks/internal/holder"
 	"github.com/goredisson/locks/rlock"
 )
-
-// holderEnv carries a holderSpec (JSON) to the re-executed test binary,
-// which then takes one lock with a watchdog lease and keeps it until it is
-// killed or its stdin reaches EOF.
-const holderEnv = "GOREDISSON_FAULTS_HOLDER"
-
-type holderSpec struct {
-	Addr       string `json:"addr"`
-	Lock       string `json:"lock"`
-	Owner      int64  `json:"owner"`
-	WatchdogMs int64  `json:"watchdog_ms"`
-}
-
-// runHolder is the holder process: it prints "locked <field>" once it holds
-// the lock, then waits for EOF on stdin (the parent closing it or dying).
-func runHolder(specJSON string) int {
-	var spec holderSpec
-	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
-		fmt.Fprintln(os.Stderr, "holder:", err)
-		return 2
-	}
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{spec.Addr}, ForceSingleClient: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "holder:", err)
-		return 1
-	}
-	defer rc.Close()
-	c, err := rlock.New(rc, rlock.WithWatchdogTimeout(time.Duration(spec.WatchdogMs)*time.Millisecond))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "holder:", err)
-		return 1
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(rlock.WithOwner(context.Background(), spec.Owner), 30*time.Second)
-	defer cancel()
-	if err := c.Lock(spec.Lock).Lock(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "holder:", err)
-		return 1
-	}
-	fmt.Printf("locked %s\n", field(c, spec.Owner))
-	_, _ = io.Copy(io.Discard, os.Stdin)
-	return 0
-}
 
 // A process holding a watchdog lock dies by SIGKILL. Nothing renews the
 // lease any more: the key's TTL only goes down, the key expires when the
@@ -73,52 +22,9 @@ func TestHolderKilled(t *testing.T) {
 	ctx := context.Background()
 	const name = "killed-holder"
 
-	spec, err := json.Marshal(holderSpec{Addr: srv.Addr, Lock: name, Owner: 7, WatchdogMs: watchdog.Milliseconds()})
-	require.NoError(t, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), holderEnv+"="+string(spec))
-	var stderr syncBuffer
-	cmd.Stderr = &stderr
-	stdin, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	dieWithParent(cmd)
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	var killOnce sync.Once
-	kill := func() {
-		killOnce.Do(func() {
-			_ = cmd.Process.Kill()
-			_ = stdin.Close()
-			<-exited
-		})
-	}
-	t.Cleanup(func() {
-		kill()
-		if t.Failed() {
-			t.Logf("holder stderr:\n%s", stderr.String())
-		}
-	})
-
-	lines := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(stdout).ReadString('\n')
-		lines <- line
-	}()
-	var holderField string
-	select {
-	case line := <-lines:
-		f, ok := strings.CutPrefix(strings.TrimSpace(line), "locked ")
-		require.True(t, ok, "holder said %q; stderr:\n%s", line, stderr.String())
-		holderField = f
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the holder process did not lock within 60s; stderr:\n%s", stderr.String())
-	}
+	h := holder.Start(t, holder.Spec{Addr: srv.Addr, Lock: name, Owner: 7, Watchdog: watchdog})
+	holderField := h.Field
+	kill := func() { require.NoError(t, h.Kill()) }
 	assert.Equal(t, int64(1), doInt(t, srv, "HEXISTS", name, holderField))
 
 	// The holder's watchdog is working: the TTL goes back up.

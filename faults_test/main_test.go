@@ -8,7 +8,6 @@ package faults_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,16 +17,15 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredisson/locks/internal/holder"
 	"github.com/goredisson/locks/internal/redistest"
 	"github.com/goredisson/locks/rlock"
 )
 
 func TestMain(m *testing.M) {
 	// The test binary doubles as the holder process that TestHolderKilled
-	// kills with SIGKILL (see runHolder).
-	if spec := os.Getenv(holderEnv); spec != "" {
-		os.Exit(runHolder(spec))
-	}
+	// kills with SIGKILL.
+	holder.MaybeRun()
 	redistest.VerifyTestMain(m)
 }
 

@@ -16,18 +16,15 @@
 package interop_test
 
 import (
-	"os"
 	"testing"
 
+	"github.com/goredisson/locks/internal/holder"
 	"github.com/goredisson/locks/internal/redistest"
 )
 
 func TestMain(m *testing.M) {
 	// The test binary doubles as the "Go service that dies holding a lock"
-	// of the watchdog scenario: startGoHolder re-executes it with
-	// holderEnv set (see holder_test.go).
-	if spec := os.Getenv(holderEnv); spec != "" {
-		os.Exit(runHolder(spec))
-	}
+	// of the watchdog scenario (internal/holder).
+	holder.MaybeRun()
 	redistest.VerifyTestMain(m)
 }

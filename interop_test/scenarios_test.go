@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredisson/locks/internal/holder"
 	"github.com/goredisson/locks/interop_test/driver"
 	"github.com/goredisson/locks/rlock"
 )
@@ -659,7 +660,7 @@ func (f *fixture) testWatchdog(t *testing.T) {
 		javaName, goName := lockName(t, "java-dies"), lockName(t, "go-dies")
 
 		require.NoError(t, victim.Lock(ctx, "K", javaName))
-		goHolder := startGoHolder(t, f.srv.Addr, goName, shortWatchdog)
+		goHolder := holder.Start(t, holder.Spec{Addr: f.srv.Addr, Lock: goName, Owner: 1, Watchdog: shortWatchdog})
 		require.Equal(t, map[string]string{goHolder.Field: "1"}, hgetall(t, f.raw, goName))
 		require.LessOrEqual(t, goHolder.TTL, shortWatchdog)
 		require.LessOrEqual(t, pttl(t, f.raw, javaName), shortWatchdog)
