@@ -368,19 +368,32 @@ func (c *Client) renew(ctx context.Context, batches [][]watchdog.Hold) []watchdo
 		}
 		calls[i] = scripts.Call{Keys: keys, Args: args}
 	}
+	// Pipelined in chunks, so that a round cut short by its deadline keeps
+	// the renewals that made it.
+	const chunk = 64
 	out := make([]watchdog.Result, len(batches))
-	for i, r := range scripts.Renew.ExecMulti(ctx, c.rc, calls) {
-		vals, err := r.AsIntSlice()
-		if err == nil && len(vals) != len(batches[i]) {
-			err = fmt.Errorf("rlock: renew script returned %d results for %d keys", len(vals), len(batches[i]))
+	for lo := 0; lo < len(calls); lo += chunk {
+		hi := min(lo+chunk, len(calls))
+		if err := ctx.Err(); err != nil {
+			for i := lo; i < len(calls); i++ {
+				out[i].Err = err
+			}
+			break
 		}
-		if err != nil {
-			out[i].Err = err
-			continue
-		}
-		out[i].Renewed = make([]bool, len(vals))
-		for j, v := range vals {
-			out[i].Renewed[j] = v == 1
+		for k, r := range scripts.Renew.ExecMulti(ctx, c.rc, calls[lo:hi]) {
+			i := lo + k
+			vals, err := r.AsIntSlice()
+			if err == nil && len(vals) != len(batches[i]) {
+				err = fmt.Errorf("rlock: renew script returned %d results for %d keys", len(vals), len(batches[i]))
+			}
+			if err != nil {
+				out[i].Err = err
+				continue
+			}
+			out[i].Renewed = make([]bool, len(vals))
+			for j, v := range vals {
+				out[i].Renewed[j] = v == 1
+			}
 		}
 	}
 	return out
@@ -437,14 +450,24 @@ func (c *Client) deleteLatches() {
 		if len(batch) == 0 {
 			return
 		}
-		cmds := make(rueidis.Commands, len(batch))
-		for i, k := range batch {
-			cmds[i] = c.rc.B().Del().Key(k).Build()
+		// One multi-key DEL per slot (one in all outside a cluster): far
+		// cheaper for Redis than a DEL per latch.
+		var cmds rueidis.Commands
+		if c.cluster {
+			bySlot := make(map[uint16][]string)
+			for _, k := range batch {
+				bySlot[Slot(k)] = append(bySlot[Slot(k)], k)
+			}
+			for _, keys := range bySlot {
+				cmds = append(cmds, c.rc.B().Del().Key(keys...).Build())
+			}
+		} else {
+			cmds = rueidis.Commands{c.rc.B().Del().Key(batch...).Build()}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.commandTimeout)
 		for _, r := range c.rc.DoMulti(ctx, cmds...) {
 			if err := r.Error(); err != nil {
-				c.cfg.logger.Debug("rlock: deleting unlock latch", "err", err)
+				c.cfg.logger.Debug("rlock: deleting unlock latches", "err", err)
 			}
 		}
 		cancel()

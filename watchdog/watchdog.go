@@ -9,9 +9,10 @@
 // while its count is above zero. A hold is lost, and reported through
 // OnLost, when a renewal finds the owner field gone, or when renewals keep
 // failing and the next attempt could come too late: the report then comes
-// before the lease can run out (at the latest Timeout*5/6 after the last
-// successful renewal), so the holder learns of the loss before another
-// client can take the lock.
+// before the lease can run out (after two failed rounds, about 2/3 of the
+// timeout after the last successful renewal; never later than a tenth of
+// a period before the lease ends), so the holder learns of the loss before
+// another client can take the lock.
 //
 // Remove, Drop, DropKey and Close return only after any renewal round that
 // included the hold has finished, so no renewal is ever sent for a hold
@@ -62,7 +63,9 @@ type Config struct {
 	// slots; nil puts all keys in one group.
 	Slot func(key string) uint16
 	// Renew renews batches of holds and returns one Result per batch. It
-	// must honour ctx, which ends when the round has taken half a period.
+	// must honour ctx, which ends when the round has taken a period, or
+	// earlier when a lease in it is about to run out; batches it could not
+	// renew by then get ctx's error.
 	Renew func(ctx context.Context, batches [][]Hold) []Result
 	// MaxHold, when positive, bounds how long a hold is renewed: after
 	// MaxHold from its first Add it is reported lost (ErrMaxHold) and left
@@ -247,6 +250,10 @@ func (w *Watchdog) Close() {
 	w.mu.Unlock()
 }
 
+// margin is how long before a lease's end the watchdog wants to have
+// renewed it or reported it lost.
+func (w *Watchdog) margin() time.Duration { return w.period / 10 }
+
 func wait(r *round) {
 	if r != nil {
 		<-r.done
@@ -288,6 +295,7 @@ func (w *Watchdog) renewAll() bool {
 	var losses []lost
 	groups := make(map[uint16][]Hold)
 	now := time.Now()
+	earliest := now // the oldest successful renewal in the round
 	for h, st := range w.holds {
 		if w.cfg.MaxHold > 0 && now.Sub(st.since) >= w.cfg.MaxHold {
 			delete(w.holds, h)
@@ -300,6 +308,9 @@ func (w *Watchdog) renewAll() bool {
 		}
 		groups[slot] = append(groups[slot], h)
 		st.inflight = r
+		if st.renewed.Before(earliest) {
+			earliest = st.renewed
+		}
 	}
 	w.mu.Unlock()
 
@@ -312,10 +323,15 @@ func (w *Watchdog) renewAll() bool {
 		}
 	}
 
-	// A round may take half a period: a stalled round then still leaves
-	// time to report the loss before the lease runs out.
+	// A round may take a period, but must end (failing what is left) a
+	// margin before the earliest lease in it could run out, so that a
+	// stalled round still reports the loss in time.
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), w.period/2)
+	deadline := start.Add(w.period)
+	if d := earliest.Add(w.cfg.Timeout - w.margin()); d.Before(deadline) {
+		deadline = d
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	results := w.cfg.Renew(ctx, batches)
 	cancel()
 	end := time.Now()
@@ -343,9 +359,9 @@ func (w *Watchdog) renewAll() bool {
 			case res.Err == nil:
 				delete(w.holds, h)
 				losses = append(losses, lost{h, ErrNotHeld})
-			case end.Add(w.period + w.period/2).Before(st.renewed.Add(w.cfg.Timeout)):
-				// The next round (one period away, taking up to half a
-				// period) can still renew before the lease runs out.
+			case end.Add(w.period + w.margin()).Before(st.renewed.Add(w.cfg.Timeout)):
+				// The next round, one period away, can still renew
+				// before the lease runs out.
 				w.cfg.Logger.Warn("watchdog: renewal failed, will retry", "key", h.Key, "err", res.Err)
 			default:
 				delete(w.holds, h)
