@@ -42,3 +42,29 @@ func BenchmarkLockUnlock(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLockUnlockSerial is BenchmarkLockUnlock on one goroutine.
+func BenchmarkLockUnlockSerial(b *testing.B) {
+	srv := redistestStandalone(b)
+	rc, err := srv.Client()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rc.Close()
+	c, err := rlock.New(rc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	l := c.Lock("bench-serial")
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := l.Lock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

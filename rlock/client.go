@@ -441,17 +441,19 @@ func appendRequestID(b []byte) []byte {
 func requestID() string { return string(appendRequestID(make([]byte, 0, 32))) }
 
 // deleteLatches deletes unlock latches once their unlock has returned, as
-// Redisson does after each unlock, batching the DELs. A latch whose DEL is
-// lost expires by itself.
+// Redisson does after each unlock. The DELs are gathered for up to
+// latchFlush (or latchBatch keys) and sent as one multi-key DEL per slot: a
+// latch is useless once its unlock returned, so a few milliseconds' delay
+// costs nothing, and it spares Redis a command per unlock. A latch whose
+// DEL is lost expires by itself.
 func (c *Client) deleteLatches() {
 	defer close(c.bgDone)
-	batch := make([]string, 0, 128)
+	const latchFlush, latchBatch = 5 * time.Millisecond, 256
+	batch := make([]string, 0, latchBatch)
 	flush := func() {
 		if len(batch) == 0 {
 			return
 		}
-		// One multi-key DEL per slot (one in all outside a cluster): far
-		// cheaper for Redis than a DEL per latch.
 		var cmds rueidis.Commands
 		if c.cluster {
 			bySlot := make(map[uint16][]string)
@@ -464,35 +466,36 @@ func (c *Client) deleteLatches() {
 		} else {
 			cmds = rueidis.Commands{c.rc.B().Del().Key(batch...).Build()}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.cfg.commandTimeout)
-		for _, r := range c.rc.DoMulti(ctx, cmds...) {
+		for _, r := range c.rc.DoMulti(context.Background(), cmds...) {
 			if err := r.Error(); err != nil {
 				c.cfg.logger.Debug("rlock: deleting unlock latches", "err", err)
 			}
 		}
-		cancel()
+		clear(batch)
 		batch = batch[:0]
 	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		select {
 		case k := <-c.latches:
-			batch = append(batch, k)
-		drain:
-			for len(batch) < cap(batch) {
-				select {
-				case k := <-c.latches:
-					batch = append(batch, k)
-				default:
-					break drain
-				}
+			if len(batch) == 0 {
+				timer.Reset(latchFlush)
 			}
+			batch = append(batch, k)
+			if len(batch) == latchBatch {
+				timer.Stop()
+				flush()
+			}
+		case <-timer.C:
 			flush()
 		case <-c.stopBg:
+			timer.Stop()
 			for {
 				select {
 				case k := <-c.latches:
 					batch = append(batch, k)
-					if len(batch) == cap(batch) {
+					if len(batch) == latchBatch {
 						flush()
 					}
 				default:
