@@ -58,8 +58,11 @@ demo: deps-redis
 	$(GO) build -o bin/rlock ./cmd/rlock
 	$(GO) run ./cmd/demo -rlock bin/rlock
 
-bench: deps-redis
-	$(GO) test -run "^$$" -bench . -benchmem ./rlock/
+# Every contender (this library, bsm/redislock, redsync, rueidislock,
+# Redisson 4.7.0, bare scripts) through scenarios S1-S4 against a throwaway
+# redis-server; writes bench/RESULTS.md and bench/results.svg (~9 min).
+bench: deps
+	cd bench && $(GO) run ./cmd/bench -out RESULTS.md
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

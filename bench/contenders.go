@@ -1,0 +1,461 @@
+// Package bench compares github.com/goredisson/locks/rlock with other Redis
+// lock libraries for Go (and, through interop_test/java, with Redisson).
+//
+// Every Go contender is driven through the same two-method Mutex, created
+// once per goroutine and lock name outside the measured loop, so the harness
+// adds no work to the measured calls. See cmd/bench for the runner and
+// RESULTS.md for the numbers.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/google/uuid"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+
+	"github.com/goredisson/locks/rlock"
+	"github.com/goredisson/locks/scripts"
+)
+
+// Mutex is one goroutine's handle on one lock name (or, with an owner, one
+// owner's handle). It is not safe for concurrent use.
+type Mutex interface {
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+}
+
+// Contender makes Mutexes that all share one client (one connection pool).
+type Contender interface {
+	// NewMutex returns a handle on name. owner != 0 names the owner
+	// explicitly (rlock.WithOwner); 0 lets the library choose (rlock: the
+	// calling goroutine; the token-based libraries: the handle).
+	NewMutex(name string, owner int64) Mutex
+	Close()
+}
+
+// Statser is implemented by contenders that can report client-side
+// counters (rlock: subscriptions, waiters, renewed holds).
+type Statser interface {
+	Stats() map[string]int
+}
+
+// Config configures a contender.
+type Config struct {
+	Addr string
+	// Watchdog, if > 0, is the watchdog timeout (rlock) or key validity
+	// (rueidislock, which extends every validity/2). Others ignore it.
+	Watchdog time.Duration
+}
+
+// Names lists the Go contenders in report order ("redisson" runs in Java).
+var Names = []string{"rlock", "limit", "bsm", "redsync", "rueidislock"}
+
+// Watchdogs lists the Go contenders that renew held locks by themselves.
+var Watchdogs = map[string]bool{"rlock": true, "rueidislock": true}
+
+// Settings describes, per contender, the settings the benchmark uses.
+var Settings = map[string]string{
+	"rlock":       "rueidis v1.0.79 client with defaults; rlock defaults (watchdog 30s; 3s in S3)",
+	"limit":       "scripts.Acquire/scripts.Unlock Exec straight on a default rueidis v1.0.79 client; a fresh latch key per unlock; S2 waits on one bare rueidis Receive per lock name (no hub)",
+	"bsm":         "bsm/redislock " + bsmVersion + " on go-redis v9.23.0 defaults (pool 10×GOMAXPROCS); TTL 30s; waits with LinearBackoff(16ms): the shortest interval its docs recommend",
+	"redsync":     "redsync/v4 " + redsyncVersion + ", one goredis/v9 pool on go-redis v9.23.0 defaults; NewMutex defaults (expiry 8s, 32 tries, retry delay rand[50ms,250ms)); ErrFailed retried",
+	"rueidislock": "rueidislock (rueidis v1.0.79): KeyMajority 1, NoLoopTracking (Redis ≥ 7.0.5, as its README advises), client-side caching on; KeyValidity 5s default (3s in S3, extends every validity/2)",
+}
+
+const (
+	bsmVersion     = "v0.9.4"
+	redsyncVersion = "v4.18.1"
+	leaseMs        = "30000"
+	bsmTTL         = 30 * time.Second
+)
+
+// BsmRetry is the backoff bsm/redislock waits with: a retry every 16ms, the
+// shortest interval its documentation recommends (ExponentialBackoff: "the
+// recommended minimum value is not less than 16ms"); its examples use
+// LinearBackoff(100ms) and (500ms), which would only be slower here.
+func BsmRetry() redislock.RetryStrategy { return redislock.LinearBackoff(16 * time.Millisecond) }
+
+// New returns the Go contender called name.
+func New(name string, cfg Config) (Contender, error) {
+	switch name {
+	case "rlock":
+		return newRlock(cfg)
+	case "limit":
+		return newLimit(cfg)
+	case "bsm":
+		return newBsm(cfg)
+	case "redsync":
+		return newRedsync(cfg)
+	case "rueidislock":
+		return newRueidisLock(cfg)
+	}
+	return nil, fmt.Errorf("unknown contender %q", name)
+}
+
+// ---- rlock ----
+
+type rlockC struct {
+	rc   rueidis.Client
+	c    *rlock.Client
+	lost atomic.Int64 // holds reported lost (WithLostHandler)
+}
+
+func newRlock(cfg Config) (Contender, error) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{cfg.Addr}})
+	if err != nil {
+		return nil, err
+	}
+	var opts []rlock.Option
+	if os.Getenv("BENCH_RLOCK_LOG") != "" {
+		opts = append(opts, rlock.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	}
+	if cfg.Watchdog > 0 {
+		opts = append(opts, rlock.WithWatchdogTimeout(cfg.Watchdog))
+	}
+	rc2 := &rlockC{rc: rc}
+	opts = append(opts, rlock.WithLostHandler(func(rlock.LostEvent) { rc2.lost.Add(1) }))
+	c, err := rlock.New(rc, opts...)
+	if err != nil {
+		rc.Close()
+		return nil, err
+	}
+	rc2.c = c
+	return rc2, nil
+}
+
+func (c *rlockC) NewMutex(name string, owner int64) Mutex {
+	return &rlockM{l: c.c.Lock(name), owner: owner}
+}
+
+func (c *rlockC) Close() {
+	c.c.Close()
+	c.rc.Close()
+}
+
+func (c *rlockC) Stats() map[string]int {
+	s := c.c.Stats()
+	return map[string]int{"subscriptions": s.Subscriptions, "waiters": s.Waiters, "renewing": s.Renewing, "lost": int(c.lost.Load())}
+}
+
+type rlockM struct {
+	l     *rlock.Lock
+	owner int64
+}
+
+func (m *rlockM) Lock(ctx context.Context) error {
+	if m.owner != 0 {
+		ctx = rlock.WithOwner(ctx, m.owner)
+	}
+	return m.l.Lock(ctx)
+}
+
+func (m *rlockM) Unlock(ctx context.Context) error {
+	if m.owner != 0 {
+		ctx = rlock.WithOwner(ctx, m.owner)
+	}
+	return m.l.Unlock(ctx)
+}
+
+// ---- the limit: the same scripts, no library ----
+
+type limitC struct {
+	rc     rueidis.Client
+	id     string
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex
+	subs map[string]*limitSub
+}
+
+type limitSub struct {
+	ready chan struct{}
+	wake  chan struct{} // capacity 1: one message wakes one waiter
+}
+
+func newLimit(cfg Config) (Contender, error) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{cfg.Addr}})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &limitC{rc: rc, id: uuid.NewString(), ctx: ctx, cancel: cancel, subs: map[string]*limitSub{}}, nil
+}
+
+func (c *limitC) NewMutex(name string, owner int64) Mutex {
+	if owner == 0 {
+		owner = int64(nextOwner())
+	}
+	field := c.id + ":" + strconv.FormatInt(owner, 10)
+	ch := rlock.ChannelName(name)
+	latchPrefix := rlock.LatchName(name, "")
+	return &limitM{
+		c:       c,
+		channel: ch,
+		keys:    []string{name},
+		acqArgs: []string{leaseMs, field},
+		ukeys:   []string{name, ch, ""},
+		uargs:   []string{"0", leaseMs, field, "PUBLISH", "60000"},
+		latch:   append([]byte(latchPrefix), fmt.Sprintf("%016x", owner)...),
+	}
+}
+
+func (c *limitC) Close() {
+	c.cancel()
+	c.wg.Wait()
+	c.rc.Close()
+}
+
+// sub returns the wake channel of a lock channel, subscribing once (the
+// subscription is kept until Close).
+func (c *limitC) sub(ctx context.Context, channel string) (chan struct{}, error) {
+	c.mu.Lock()
+	s := c.subs[channel]
+	if s == nil {
+		s = &limitSub{ready: make(chan struct{}), wake: make(chan struct{}, 1)}
+		c.subs[channel] = s
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			var once sync.Once
+			rctx := rueidis.WithOnSubscriptionHook(c.ctx, func(rueidis.PubSubSubscription) {
+				once.Do(func() { close(s.ready) })
+			})
+			for c.ctx.Err() == nil {
+				_ = c.rc.Receive(rctx, c.rc.B().Subscribe().Channel(channel).Build(), func(rueidis.PubSubMessage) {
+					select {
+					case s.wake <- struct{}{}:
+					default:
+					}
+				})
+			}
+		}()
+	}
+	c.mu.Unlock()
+	select {
+	case <-s.ready:
+		return s.wake, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type limitM struct {
+	c       *limitC
+	channel string
+	keys    []string
+	acqArgs []string
+	ukeys   []string
+	uargs   []string
+	latch   []byte // latch key prefix with this handle's owner; a counter follows
+	seq     uint64
+	timer   *time.Timer
+}
+
+func (m *limitM) try(ctx context.Context) (int64, bool, error) {
+	ttl, err := scripts.Acquire.Exec(ctx, m.c.rc, m.keys, m.acqArgs).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, true, nil
+	}
+	return ttl, false, err
+}
+
+func (m *limitM) Lock(ctx context.Context) error {
+	if _, ok, err := m.try(ctx); ok || err != nil {
+		return err
+	}
+	wake, err := m.c.sub(ctx, m.channel)
+	if err != nil {
+		return err
+	}
+	for {
+		ttl, ok, err := m.try(ctx)
+		if ok || err != nil {
+			return err
+		}
+		d := time.Duration(ttl) * time.Millisecond
+		if ttl < 0 {
+			d = time.Second
+		}
+		if m.timer == nil {
+			m.timer = time.NewTimer(d)
+		} else {
+			m.timer.Reset(d)
+		}
+		select {
+		case <-wake:
+		case <-m.timer.C:
+		case <-ctx.Done():
+			m.timer.Stop()
+			return ctx.Err()
+		}
+		m.timer.Stop()
+	}
+}
+
+func (m *limitM) Unlock(ctx context.Context) error {
+	m.seq++
+	m.ukeys[2] = string(strconv.AppendUint(m.latch, m.seq, 16))
+	_, err := scripts.Unlock.Exec(ctx, m.c.rc, m.ukeys, m.uargs).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return errors.New("limit: unlock: not held")
+	}
+	return err
+}
+
+var ownerMu sync.Mutex
+var ownerSeq uint64
+
+func nextOwner() uint64 {
+	ownerMu.Lock()
+	defer ownerMu.Unlock()
+	ownerSeq++
+	return ownerSeq
+}
+
+// ---- bsm/redislock ----
+
+type bsmC struct {
+	rdb *goredis.Client
+	lk  *redislock.Client
+}
+
+func newBsm(cfg Config) (Contender, error) {
+	rdb := goredis.NewClient(&goredis.Options{Addr: cfg.Addr})
+	return &bsmC{rdb: rdb, lk: redislock.New(rdb)}, nil
+}
+
+func (c *bsmC) NewMutex(name string, _ int64) Mutex { return &bsmM{c: c, name: name} }
+func (c *bsmC) Close()                              { _ = c.rdb.Close() }
+
+type bsmM struct {
+	c    *bsmC
+	name string
+	l    *redislock.Lock
+}
+
+func (m *bsmM) Lock(ctx context.Context) error {
+	// First attempt without a retry strategy (Obtain tries at once anyway),
+	// so an uncontended lock does not pay for a strategy object.
+	l, err := m.c.lk.Obtain(ctx, m.name, bsmTTL, nil)
+	for errors.Is(err, redislock.ErrNotObtained) || (errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil) {
+		// Obtain gives up after the TTL when ctx has no deadline: ask again.
+		l, err = m.c.lk.Obtain(ctx, m.name, bsmTTL, &redislock.Options{RetryStrategy: BsmRetry()})
+	}
+	if err != nil {
+		return err
+	}
+	m.l = l
+	return nil
+}
+
+func (m *bsmM) Unlock(ctx context.Context) error {
+	err := m.l.Release(ctx)
+	m.l = nil
+	return err
+}
+
+// ---- redsync ----
+
+type redsyncC struct {
+	rdb *goredis.Client
+	rs  *redsync.Redsync
+}
+
+func newRedsync(cfg Config) (Contender, error) {
+	rdb := goredis.NewClient(&goredis.Options{Addr: cfg.Addr})
+	return &redsyncC{rdb: rdb, rs: redsync.New(redsyncgoredis.NewPool(rdb))}, nil
+}
+
+func (c *redsyncC) NewMutex(name string, _ int64) Mutex { return &redsyncM{m: c.rs.NewMutex(name)} }
+func (c *redsyncC) Close()                              { _ = c.rdb.Close() }
+
+type redsyncM struct{ m *redsync.Mutex }
+
+func (m *redsyncM) Lock(ctx context.Context) error {
+	for {
+		err := m.m.LockContext(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		var taken *redsync.ErrTaken
+		if !errors.Is(err, redsync.ErrFailed) && !errors.As(err, &taken) {
+			return err
+		}
+		// 32 tries ran out: an application that must get the lock asks again.
+	}
+}
+
+func (m *redsyncM) Unlock(ctx context.Context) error {
+	ok, err := m.m.UnlockContext(ctx)
+	if err == nil && !ok {
+		err = errors.New("redsync: unlock failed")
+	}
+	return err
+}
+
+// ---- rueidislock ----
+
+type rueidisLockC struct{ l rueidislock.Locker }
+
+func newRueidisLock(cfg Config) (Contender, error) {
+	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
+		ClientOption:   rueidis.ClientOption{InitAddress: []string{cfg.Addr}},
+		KeyMajority:    1,
+		NoLoopTracking: true,
+		KeyValidity:    cfg.Watchdog,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &rueidisLockC{l: l}, nil
+}
+
+func (c *rueidisLockC) NewMutex(name string, _ int64) Mutex { return &rueidisLockM{l: c.l, name: name} }
+func (c *rueidisLockC) Close()                              { c.l.Close() }
+
+type rueidisLockM struct {
+	l      rueidislock.Locker
+	name   string
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (m *rueidisLockM) Lock(ctx context.Context) error {
+	hctx, cancel, err := m.l.WithContext(ctx, m.name)
+	if err != nil {
+		return err
+	}
+	m.ctx, m.cancel = hctx, cancel
+	return nil
+}
+
+// Lost reports whether the hold ended without Unlock (rueidislock cancels
+// the context it returned).
+func (m *rueidisLockM) Lost() bool { return m.ctx != nil && m.ctx.Err() != nil }
+
+func (m *rueidisLockM) Unlock(context.Context) error {
+	if m.cancel == nil {
+		return errors.New("rueidislock: not held")
+	}
+	m.cancel()
+	m.cancel, m.ctx = nil, nil
+	return nil
+}
