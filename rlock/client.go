@@ -197,6 +197,7 @@ type Client struct {
 
 	watchdogMs string
 	latchTTLs  []string
+	fields     [256]atomic.Pointer[ownerField]
 
 	latches   chan string
 	stopBg    chan struct{}
@@ -337,8 +338,22 @@ func (c *Client) Lock(name string) *Lock {
 	return l
 }
 
+// field returns the owner field "<clientId>:<owner>". Recent fields are
+// kept in a small direct-mapped cache (by the owner's low bits), so the
+// lock and unlock of one goroutine build the string once.
 func (c *Client) field(owner int64) string {
-	return c.id + ":" + strconv.FormatInt(owner, 10)
+	slot := &c.fields[uint64(owner)%uint64(len(c.fields))]
+	if f := slot.Load(); f != nil && f.owner == owner {
+		return f.field
+	}
+	f := &ownerField{owner: owner, field: c.id + ":" + strconv.FormatInt(owner, 10)}
+	slot.Store(f)
+	return f.field
+}
+
+type ownerField struct {
+	owner int64
+	field string
 }
 
 // cmdCtx returns a context for one script call: not ended by the caller's

@@ -128,9 +128,8 @@ func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (bool, er
 	for {
 		ttl, ok, err = l.try(ctx, field, lease, true)
 		d := time.Duration(-1)
-		var transient *transientError
 		switch {
-		case errors.As(err, &transient):
+		case err != nil && isTransient(err):
 			// Redis is unreachable for now (failover, restart): keep
 			// waiting, retrying with backoff, while the wait lasts.
 			l.c.cfg.logger.Debug("rlock: acquire attempt failed, retrying", "lock", l.name, "err", err)
@@ -237,6 +236,11 @@ func (l *Lock) try(ctx context.Context, field string, lease time.Duration, resol
 type transientError struct{ err error }
 
 func (e *transientError) Error() string { return e.err.Error() }
+
+func isTransient(err error) bool {
+	var t *transientError
+	return errors.As(err, &t)
+}
 func (e *transientError) Unwrap() error { return e.err }
 
 // release undoes one acquisition for a caller that has gone.

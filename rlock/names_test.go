@@ -98,3 +98,13 @@ func TestIsRetryable(t *testing.T) {
 	assert.True(t, isRetryable(io.EOF))
 	assert.True(t, isRetryable(context.DeadlineExceeded))
 }
+
+func TestFieldCache(t *testing.T) {
+	c := &Client{id: "11111111-2222-4333-8444-555555555555"}
+	assert.Equal(t, c.id+":7", c.field(7))
+	assert.Equal(t, c.id+":7", c.field(7))
+	assert.Equal(t, c.id+":263", c.field(263), "same cache slot as 7, other owner")
+	assert.Equal(t, c.id+":7", c.field(7))
+	assert.Equal(t, c.id+":-1", c.field(-1))
+	assert.Equal(t, c.id+":9223372036854775807", c.field(9223372036854775807))
+}

@@ -1,0 +1,9 @@
+package driver_test
+
+import (
+	"testing"
+
+	"github.com/goredisson/locks/internal/redistest"
+)
+
+func TestMain(m *testing.M) { redistest.VerifyTestMain(m) }
