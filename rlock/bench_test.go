@@ -9,20 +9,27 @@ import (
 	"github.com/goredisson/locks/rlock"
 )
 
-// BenchmarkLockUnlock measures an uncontended Lock+Unlock pair (watchdog
-// lease), each goroutine on its own lock name.
-func BenchmarkLockUnlock(b *testing.B) {
+// benchClient returns a lock client on a fresh standalone server.
+func benchClient(b *testing.B) *rlock.Client {
+	b.Helper()
 	srv := redistestStandalone(b)
 	rc, err := srv.Client()
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer rc.Close()
+	b.Cleanup(rc.Close)
 	c, err := rlock.New(rc)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	b.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// BenchmarkLockUnlock measures an uncontended Lock+Unlock pair (watchdog
+// lease), each goroutine on its own lock name.
+func BenchmarkLockUnlock(b *testing.B) {
+	c := benchClient(b)
 	var n atomic.Int64
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -45,17 +52,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 
 // BenchmarkLockUnlockSerial is BenchmarkLockUnlock on one goroutine.
 func BenchmarkLockUnlockSerial(b *testing.B) {
-	srv := redistestStandalone(b)
-	rc, err := srv.Client()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rc.Close()
-	c, err := rlock.New(rc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := benchClient(b)
 	ctx := context.Background()
 	l := c.Lock("bench-serial")
 	b.ReportAllocs()
