@@ -52,16 +52,11 @@ func runCLI(ctx context.Context, srv *redistest.Server, bin string, start time.T
 		return cmd, nil
 	}
 
-	rc, err := srv.Client()
+	_, locks, done, err := newService(srv)
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
-	locks, err := rlock.New(rc)
-	if err != nil {
-		return err
-	}
-	defer locks.Close()
+	defer done()
 	l := locks.Lock(name)
 	waitFor := func(cond func(rlock.Info) bool) error {
 		for {

@@ -60,16 +60,11 @@ func run() error {
 	var errs []error
 	var errMu sync.Mutex
 	for _, service := range []string{"billing", "shipping"} {
-		rc, err := srv.Client()
+		rc, locks, done, err := newService(srv)
 		if err != nil {
 			return err
 		}
-		defer rc.Close()
-		locks, err := rlock.New(rc)
-		if err != nil {
-			return err
-		}
-		defer locks.Close()
+		defer done()
 		fmt.Printf("service %-9s client id %s\n", service, locks.ID())
 		for w := 1; w <= workers; w++ {
 			wg.Add(1)
@@ -139,4 +134,19 @@ func nested(ctx context.Context, l *rlock.Lock, rc rueidis.Client, say func(stri
 	say("holds the lock (hold count %d), counter %d -> %d", n, v, v+1)
 	time.Sleep(40 * time.Millisecond) // the critical section's work
 	return rc.Do(ctx, rc.B().Set().Key("demo:counter").Value(strconv.FormatInt(v+1, 10)).Build()).Error()
+}
+
+// newService returns a rueidis client and a lock client on srv, as one
+// service would have; done closes both.
+func newService(srv *redistest.Server) (rueidis.Client, *rlock.Client, func(), error) {
+	rc, err := srv.Client()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	locks, err := rlock.New(rc)
+	if err != nil {
+		rc.Close()
+		return nil, nil, nil, err
+	}
+	return rc, locks, func() { _ = locks.Close(); rc.Close() }, nil
 }
