@@ -2,10 +2,8 @@ package rlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,6 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
+	"github.com/goredisson/locks/internal/engine"
+	"github.com/goredisson/locks/internal/hold"
 	"github.com/goredisson/locks/pubsub"
 	"github.com/goredisson/locks/scripts"
 	"github.com/goredisson/locks/watchdog"
@@ -53,7 +53,10 @@ const (
 	DefaultWatchdogBatchSize   = 100
 	DefaultCommandTimeout      = 3 * time.Second
 	DefaultSubscriptionTimeout = 7500 * time.Millisecond
-	unlockAttempts             = 4
+	// retryAttempts is Redisson's retryAttempts: a call whose script Redis
+	// refused, or whose reply was lost, is retried or settled for up to
+	// this many command timeouts.
+	retryAttempts = 4
 )
 
 type config struct {
@@ -65,7 +68,7 @@ type config struct {
 	subscriptionTimeout time.Duration
 	onLost              func(LostEvent)
 	maxHold             time.Duration
-	sync                *replicaSync // nil: the default for the topology
+	sync                *engine.ReplicaSync // nil: the default for the topology
 }
 
 // Option configures a Client.
@@ -134,13 +137,15 @@ func WithPubSubMode(m PubSubMode) Option {
 	}
 }
 
-// WithCommandTimeout bounds each script call made under a context that can
-// end (default 3s, Redisson's timeout). Script calls do not end with the
+// WithCommandTimeout bounds each script call (default 3s, Redisson's
+// timeout), whatever the caller's context. Script calls do not end with the
 // caller's context: an acquire whose reply is still on its way when the
 // context ends is awaited and undone, so an abandoned wait never leaves a
-// hold behind. Calls under a context that can never end (such as
-// context.Background()) are bounded by rueidis' connection timeouts
-// (ClientOption.ConnWriteTimeout) instead.
+// hold behind. A call that Redis refused before running it (BUSY,
+// TRYAGAIN, LOADING, ...) is retried with back-off, and one whose reply was
+// lost is settled, for up to 4 command timeouts (Redisson's retryAttempts),
+// or as long as a waiter's wait lasts. A call with no reply within the
+// timeout returns an error wrapping ErrTimeout, not the context's.
 func WithCommandTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -170,9 +175,12 @@ type LostEvent struct {
 	Err   error  // wraps ErrLockLost, and the cause
 }
 
-// WithLostHandler sets a function called (on the watchdog's goroutine; keep
-// it short) for every watchdog hold that is lost, for logging and metrics.
-// HoldContext gives the same news to the code doing the work.
+// WithLostHandler sets a function called for every hold that ends without
+// its owner's Unlock (lost, lease expired), for logging and metrics. It
+// runs on a goroutine of its own, never the renewal's: a slow handler
+// delays later handlers, not renewals, and it may call any method,
+// Client.Close included. HoldContext gives the same news to the code doing
+// the work.
 func WithLostHandler(fn func(LostEvent)) Option {
 	return func(c *config) error {
 		c.onLost = fn
@@ -181,30 +189,28 @@ func WithLostHandler(fn func(LostEvent)) Option {
 }
 
 // Client makes locks that share one rueidis client, one client id, one
-// pub/sub hub and one watchdog. It is safe for concurrent use. Create one
-// per process (per "service"), like a RedissonClient.
+// pub/sub hub, one hold table and one watchdog. It is safe for concurrent
+// use. Create one per process (per "service"), like a RedissonClient.
 type Client struct {
 	rc      rueidis.Client
 	id      string
 	cfg     config
 	cluster bool
-	publish string // "PUBLISH" or "SPUBLISH"
 
-	hub    *pubsub.Hub
-	wd     *watchdog.Watchdog
-	holds  holdRegistry
-	leases leaseBook
+	eng   *engine.Engine
+	table *hold.Table
+	hub   *pubsub.Hub
+	wd    *watchdog.Watchdog
 
 	watchdogMs string
-	latchTTLs  []string
 	fields     [256]atomic.Pointer[ownerField]
 
-	latches   chan string
-	stopBg    chan struct{}
-	bgDone    chan struct{}
 	closed    atomic.Bool
 	closeOnce sync.Once
 }
+
+// kindLock is the plain lock's kind in the hold table.
+const kindLock hold.Kind = 0
 
 // New returns a Client that locks through rc, whatever its topology
 // (standalone, sentinel or cluster). rc stays the caller's: Close does not
@@ -240,10 +246,6 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		cfg:        cfg,
 		cluster:    mode == rueidis.ClientModeCluster,
 		watchdogMs: strconv.FormatInt(cfg.watchdogTimeout.Milliseconds(), 10),
-		latchTTLs:  latchTTLs(cfg.commandTimeout),
-		latches:    make(chan string, 4096),
-		stopBg:     make(chan struct{}),
-		bgDone:     make(chan struct{}),
 	}
 	sharded := false
 	switch cfg.pubsub {
@@ -262,29 +264,36 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 			sharded = err == nil
 		}
 	}
-	c.publish = "PUBLISH"
-	if sharded {
-		c.publish = "SPUBLISH"
-	}
+	c.table = hold.New(cfg.watchdogTimeout, c.onEnd)
 	c.hub = pubsub.New(rc, sharded, cfg.logger)
+	e := engine.New()
+	e.X = &engine.Executor{RC: rc, Cluster: c.cluster, Timeout: cfg.commandTimeout, Sync: *cfg.sync, Log: cfg.logger}
+	e.Table, e.Hub, e.ClientID = c.table, c.hub, c.id
+	e.Publish = "PUBLISH"
+	if sharded {
+		e.Publish = "SPUBLISH"
+	}
+	e.WatchdogTimeout = cfg.watchdogTimeout
+	e.SubscriptionTimeout = cfg.subscriptionTimeout
+	e.Budget = retryAttempts * cfg.commandTimeout
+	c.eng = e
 	var slot func(string) uint16
 	if c.cluster {
 		slot = Slot
 	}
 	wd, err := watchdog.New(watchdog.Config{
+		Table:     c.table,
 		Timeout:   cfg.watchdogTimeout,
 		BatchSize: cfg.batchSize,
 		Slot:      slot,
 		MaxHold:   cfg.maxHold,
 		Renew:     c.renew,
-		OnLost:    c.onLost,
 		Logger:    cfg.logger,
 	})
 	if err != nil {
 		return nil, err
 	}
 	c.wd = wd
-	go c.deleteLatches()
 	return c, nil
 }
 
@@ -293,20 +302,21 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 func (c *Client) ID() string { return c.id }
 
 // PubSubSharded reports whether this client uses sharded pub/sub.
-func (c *Client) PubSubSharded() bool { return c.publish == "SPUBLISH" }
+func (c *Client) PubSubSharded() bool { return c.eng.Publish == "SPUBLISH" }
 
 // Close stops every renewal (the locks this client holds then expire after
 // their lease), drops every subscription, wakes every waiter with ErrClosed
 // and cancels every HoldContext. It does not unlock and does not close the
-// rueidis client. Close is idempotent.
+// rueidis client. Close is idempotent, returns without waiting for a
+// renewal round in flight, and may be called from anywhere, a lost handler
+// included.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.wd.Close()
+		c.eng.Close()
 		c.hub.Close()
-		c.holds.closeAll(ErrClosed)
-		close(c.stopBg)
-		<-c.bgDone
+		c.table.Close()
 	})
 	return nil
 }
@@ -316,13 +326,15 @@ type Stats struct {
 	Subscriptions int // channels subscribed to (one per lock name waited on)
 	Waiters       int // calls waiting for a lock
 	Renewing      int // holds the watchdog renews
+	Holds         int // records in the hold table (holds, and operations under way)
 }
 
 // Stats returns a snapshot of the client's subscriptions, waiters and
-// renewed holds.
+// holds.
 func (c *Client) Stats() Stats {
 	ch, subs := c.hub.Stats()
-	return Stats{Subscriptions: ch, Waiters: subs, Renewing: c.wd.Len()}
+	records, renewing := c.table.Stats()
+	return Stats{Subscriptions: ch, Waiters: subs, Renewing: renewing, Holds: records}
 }
 
 // Lock returns the lock called name, like Redisson's getLock(name): the
@@ -331,9 +343,7 @@ func (c *Client) Stats() Stats {
 func (c *Client) Lock(name string) *Lock {
 	l := &Lock{c: c, name: name, err: checkName(name, c.cluster)}
 	if l.err == nil {
-		l.keys = []string{name}
-		l.channel = ChannelName(name)
-		l.forceKeys = []string{name, l.channel}
+		l.spec = c.lockSpec(name)
 	}
 	return l
 }
@@ -356,253 +366,126 @@ type ownerField struct {
 	field string
 }
 
-// cmdCtx returns a context for one script call: not ended by the caller's
-// cancellation (a reply already on its way must be read), bounded by the
-// command timeout. A context that can never end is used as it is, so the
-// common case allocates nothing; such calls are bounded by rueidis' own
-// connection timeouts.
-func (c *Client) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if ctx.Done() == nil {
-		return ctx, noop
+// onEnd is the hold table's end handler: a hold ended without its owner's
+// unlock. It runs on the table's notifier goroutine.
+func (c *Client) onEnd(k hold.Key, cause error) {
+	c.cfg.logger.Warn("rlock: lock lost", "lock", k.Name, "owner", k.Field, "err", cause)
+	if c.cfg.onLost != nil {
+		owner, _ := strconv.ParseInt(k.Field[len(c.id)+1:], 10, 64)
+		c.cfg.onLost(LostEvent{Name: k.Name, Owner: owner, Err: cause})
 	}
-	return context.WithTimeout(context.WithoutCancel(ctx), c.cfg.commandTimeout)
 }
 
-func noop() {}
-
-// renew is the watchdog's Renew: one pipelined script call per batch.
-func (c *Client) renew(ctx context.Context, batches [][]watchdog.Hold) []watchdog.Result {
+// renew is the watchdog's renewer for plain locks: one script call per
+// batch, pipelined in chunks (or one synced call per batch with replica
+// sync), each batch retried while Redis refuses it or its reply is lost
+// (renewal is idempotent) until ctx ends.
+func (c *Client) renew(ctx context.Context, kind hold.Kind, batches [][]hold.Key) []watchdog.Result {
 	calls := make([]scripts.Call, len(batches))
 	for i, b := range batches {
 		keys := make([]string, len(b))
 		args := make([]string, len(b)+1)
 		args[0] = c.watchdogMs
 		for j, h := range b {
-			keys[j] = h.Key
+			keys[j] = h.Name
 			args[j+1] = h.Field
 		}
 		calls[i] = scripts.Call{Keys: keys, Args: args}
 	}
+	out := make([]watchdog.Result, len(batches))
+	pending := make([]int, len(batches))
+	for i := range pending {
+		pending[i] = i
+	}
+	if c.eng.X.Sync.Enabled {
+		// Synced like Redisson's renewals, but after them, so that a
+		// lagging replica never delays a renewal: one harmless write and
+		// WAIT per slot covers every renewal before it.
+		defer c.syncRenewals(ctx, batches)
+	}
+	var bo engine.Backoff
+	for len(pending) > 0 {
+		var retry []int
+		c.renewOnce(ctx, calls, pending, out)
+		for _, i := range pending {
+			if out[i].Err != nil {
+				retry = append(retry, i)
+			}
+		}
+		pending = retry
+		if len(pending) == 0 || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(bo.Next()):
+		}
+	}
+	return out
+}
+
+// syncRenewals waits for the replicas after a renewal round (one WAIT per
+// slot, bounded by a quarter period), and logs the slots that no replica
+// acknowledged. A renewal is idempotent and renewed again next period, so
+// nothing else is done.
+func (c *Client) syncRenewals(ctx context.Context, batches [][]hold.Key) {
+	seen := make(map[uint16]bool)
+	timeout := min(c.eng.X.Sync.Timeout, c.cfg.watchdogTimeout/12)
+	for _, b := range batches {
+		if len(b) == 0 || ctx.Err() != nil {
+			continue
+		}
+		slot := Slot(b[0].Name)
+		if seen[slot] {
+			continue
+		}
+		seen[slot] = true
+		acked, replicas, err := c.eng.X.ResyncTimeout(ctx, b[0].Name, engine.NewFence(b[0].Name), timeout)
+		if err != nil || (replicas > 0 && acked == 0) {
+			c.cfg.logger.Debug("rlock: renewals not acknowledged by any replica", "lock", b[0].Name, "replicas", replicas, "err", err)
+		}
+	}
+}
+
+// renewOnce sends the renewal calls idx once and fills their results.
+func (c *Client) renewOnce(ctx context.Context, calls []scripts.Call, idx []int, out []watchdog.Result) {
+	set := func(i int, res rueidis.RedisResult, err error) {
+		out[i] = watchdog.Result{}
+		if err != nil {
+			out[i].Err = err
+			return
+		}
+		vals, err := res.AsIntSlice()
+		if err == nil && len(vals) != len(calls[i].Keys) {
+			err = fmt.Errorf("rlock: renew script returned %d results for %d keys", len(vals), len(calls[i].Keys))
+		}
+		if err != nil {
+			out[i].Err = err
+			return
+		}
+		out[i].Renewed = make([]bool, len(vals))
+		for j, v := range vals {
+			out[i].Renewed[j] = v == 1
+		}
+	}
 	// Pipelined in chunks, so that a round cut short by its deadline keeps
 	// the renewals that made it.
 	const chunk = 64
-	out := make([]watchdog.Result, len(batches))
-	for lo := 0; lo < len(calls); lo += chunk {
-		hi := min(lo+chunk, len(calls))
+	for lo := 0; lo < len(idx); lo += chunk {
+		hi := min(lo+chunk, len(idx))
 		if err := ctx.Err(); err != nil {
-			for i := lo; i < len(calls); i++ {
+			for _, i := range idx[lo:] {
 				out[i].Err = err
 			}
-			break
-		}
-		for k, r := range scripts.Renew.ExecMulti(ctx, c.rc, calls[lo:hi]) {
-			i := lo + k
-			vals, err := r.AsIntSlice()
-			if err == nil && len(vals) != len(batches[i]) {
-				err = fmt.Errorf("rlock: renew script returned %d results for %d keys", len(vals), len(batches[i]))
-			}
-			if err != nil {
-				out[i].Err = err
-				continue
-			}
-			out[i].Renewed = make([]bool, len(vals))
-			for j, v := range vals {
-				out[i].Renewed[j] = v == 1
-			}
-		}
-	}
-	return out
-}
-
-func (c *Client) onLost(h watchdog.Hold, cause error, at time.Time) {
-	err := fmt.Errorf("%w: %q: %w", ErrLockLost, h.Key, cause)
-	c.holds.fireBefore(h, err, at)
-	if c.cfg.onLost != nil {
-		owner, _ := strconv.ParseInt(h.Field[len(c.id)+1:], 10, 64)
-		c.cfg.onLost(LostEvent{Name: h.Key, Owner: owner, Err: err})
-	}
-}
-
-// latchTTL is the unlock latch's lifetime in ms, Redisson 4.x's formula:
-// (timeout + a retry delay in [1s, 2s]) * retry attempts, so it outlives
-// every retry of the unlock that wrote it. The delay is drawn from 11 steps
-// precomputed in New.
-func (c *Client) latchTTL() string { return c.latchTTLs[rand.IntN(len(c.latchTTLs))] }
-
-func latchTTLs(timeout time.Duration) []string {
-	out := make([]string, 11)
-	for i := range out {
-		delay := time.Second + time.Duration(i)*100*time.Millisecond
-		out[i] = strconv.FormatInt(((timeout + delay) * unlockAttempts).Milliseconds(), 10)
-	}
-	return out
-}
-
-// appendRequestID appends a fresh unlock request id: 32 lowercase hex
-// characters from 128 random bits.
-func appendRequestID(b []byte) []byte {
-	const hexdigits = "0123456789abcdef"
-	for range 2 {
-		v := rand.Uint64()
-		for range 16 {
-			b = append(b, hexdigits[v&15])
-			v >>= 4
-		}
-	}
-	return b
-}
-
-// requestID returns a fresh unlock request id.
-func requestID() string { return string(appendRequestID(make([]byte, 0, 32))) }
-
-// deleteLatches deletes unlock latches once their unlock has returned, as
-// Redisson does after each unlock. The DELs are gathered for up to
-// latchFlush (or latchBatch keys) and sent as one multi-key DEL per slot: a
-// latch is useless once its unlock returned, so a few milliseconds' delay
-// costs nothing, and it spares Redis a command per unlock. A latch whose
-// DEL is lost expires by itself.
-func (c *Client) deleteLatches() {
-	defer close(c.bgDone)
-	const latchFlush, latchBatch = 5 * time.Millisecond, 256
-	batch := make([]string, 0, latchBatch)
-	flush := func() {
-		if len(batch) == 0 {
 			return
 		}
-		var cmds rueidis.Commands
-		if c.cluster {
-			bySlot := make(map[uint16][]string)
-			for _, k := range batch {
-				bySlot[Slot(k)] = append(bySlot[Slot(k)], k)
-			}
-			for _, keys := range bySlot {
-				cmds = append(cmds, c.rc.B().Del().Key(keys...).Build())
-			}
-		} else {
-			cmds = rueidis.Commands{c.rc.B().Del().Key(batch...).Build()}
+		part := make([]scripts.Call, hi-lo)
+		for k, i := range idx[lo:hi] {
+			part[k] = calls[i]
 		}
-		for _, r := range c.rc.DoMulti(context.Background(), cmds...) {
-			if err := r.Error(); err != nil {
-				c.cfg.logger.Debug("rlock: deleting unlock latches", "err", err)
-			}
-		}
-		clear(batch)
-		batch = batch[:0]
-	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		select {
-		case k := <-c.latches:
-			if len(batch) == 0 {
-				timer.Reset(latchFlush)
-			}
-			batch = append(batch, k)
-			if len(batch) == latchBatch {
-				timer.Stop()
-				flush()
-			}
-		case <-timer.C:
-			flush()
-		case <-c.stopBg:
-			timer.Stop()
-			for {
-				select {
-				case k := <-c.latches:
-					batch = append(batch, k)
-					if len(batch) == latchBatch {
-						flush()
-					}
-				default:
-					flush()
-					return
-				}
-			}
-		}
-	}
-}
-
-// dropLatch queues the DEL of an unlock latch; if the queue is full the
-// latch is left to expire.
-func (c *Client) dropLatch(key string) {
-	if c.closed.Load() {
-		return
-	}
-	select {
-	case c.latches <- key:
-	default:
-	}
-}
-
-// isRetryable reports whether err is a failed round trip (the command may
-// or may not have run), as opposed to a reply from Redis. A nil reply is a
-// reply: rueidis.IsRedisErr does not count it, so it is checked first.
-func isRetryable(err error) bool {
-	if err == nil || rueidis.IsRedisNil(err) {
-		return false
-	}
-	if _, isRedis := rueidis.IsRedisErr(err); isRedis {
-		return false
-	}
-	return !errors.Is(err, rueidis.ErrClosing)
-}
-
-// leaseBook remembers the explicit lease of each hold taken with one: the
-// TTL a partial unlock restores, Redisson's internalLockLeaseTime. Holds
-// without an entry use the watchdog timeout. Redisson keeps this per Java
-// RLock object; keeping it per hold gives the same answer when one object
-// is used, and the right one when Go code calls Client.Lock(name) anew for
-// each use.
-type leaseBook struct {
-	n  atomic.Int64 // entries; lets the watchdog-only path skip the mutex
-	mu sync.Mutex
-	m  map[watchdog.Hold]int64
-}
-
-func (b *leaseBook) set(h watchdog.Hold, ms int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.m == nil {
-		b.m = make(map[watchdog.Hold]int64)
-	}
-	if _, ok := b.m[h]; !ok {
-		b.n.Add(1)
-	}
-	b.m[h] = ms
-}
-
-func (b *leaseBook) get(h watchdog.Hold) (int64, bool) {
-	if b.n.Load() == 0 {
-		return 0, false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	ms, ok := b.m[h]
-	return ms, ok
-}
-
-func (b *leaseBook) clear(h watchdog.Hold) {
-	if b.n.Load() == 0 {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if _, ok := b.m[h]; ok {
-		delete(b.m, h)
-		b.n.Add(-1)
-	}
-}
-
-func (b *leaseBook) clearKey(key string) {
-	if b.n.Load() == 0 {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for h := range b.m {
-		if h.Key == key {
-			delete(b.m, h)
-			b.n.Add(-1)
+		for k, r := range scripts.Renew.ExecMulti(ctx, c.rc, part) {
+			_, err := engine.Classify(ctx, r.Error())
+			set(idx[lo+k], r, err)
 		}
 	}
 }

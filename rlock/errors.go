@@ -3,6 +3,8 @@ package rlock
 import (
 	"errors"
 
+	"github.com/goredisson/locks/internal/engine"
+	"github.com/goredisson/locks/internal/hold"
 	"github.com/goredisson/locks/watchdog"
 )
 
@@ -12,23 +14,25 @@ var (
 	// ErrNotHeld: the calling owner does not hold the lock (Unlock by a
 	// non-owner, or after the lease ran out). Redisson throws
 	// IllegalMonitorStateException in the same situations.
-	ErrNotHeld = errors.New("rlock: lock not held by the calling owner")
+	ErrNotHeld = engine.ErrNotHeld
 
 	// ErrLockLost: a hold ended without the owner's Unlock: the watchdog
-	// found it gone (expired, force-unlocked, Redis restarted) or could not
-	// renew it in time. It is the cause of a HoldContext's cancellation.
-	ErrLockLost = errors.New("rlock: lock lost")
+	// found it gone (expired, force-unlocked, Redis restarted), could not
+	// renew it in time, an Unlock found it gone, or an Unlock's outcome
+	// stayed unknown (renewal then stops). It is the cause of a
+	// HoldContext's cancellation.
+	ErrLockLost = hold.ErrLockLost
 
 	// ErrLeaseExpired: a hold taken with a fixed lease reached the end of
 	// the lease. It is the cause of a HoldContext's cancellation.
-	ErrLeaseExpired = errors.New("rlock: lease expired")
+	ErrLeaseExpired = hold.ErrLeaseExpired
 
 	// ErrUnlocked: the owner released the hold completely. It is the cause
 	// of a HoldContext's cancellation after the last Unlock.
-	ErrUnlocked = errors.New("rlock: lock released by its owner")
+	ErrUnlocked = hold.ErrUnlocked
 
 	// ErrClosed: the Client was closed.
-	ErrClosed = errors.New("rlock: client closed")
+	ErrClosed = hold.ErrClosed
 
 	// ErrInvalidName: the lock name cannot be used (empty, or its derived
 	// keys would fall in different cluster slots).
@@ -41,4 +45,22 @@ var (
 
 	// ErrInvalidArgument: a duration or option has a value with no meaning.
 	ErrInvalidArgument = errors.New("rlock: invalid argument")
+
+	// ErrTimeout: a command took longer than the command timeout, or a
+	// subscription longer than the subscription timeout, while the
+	// caller's context was still alive. A context's own end is reported
+	// as the context's error instead.
+	ErrTimeout = engine.ErrTimeout
+
+	// ErrUnresolved: Redis did not answer within the call's retry budget
+	// and the outcome of a script call is not known yet. The Client keeps
+	// settling it in the background: an acquisition found to have run is
+	// released, an unlock's renewal has stopped. The hold's count stays
+	// exact either way.
+	ErrUnresolved = engine.ErrUnresolved
+
+	// ErrNoSyncedReplicas: with replica sync on, no replica acknowledged a
+	// lock write within the timeout, every attempt. Redisson throws
+	// NoSyncedSlavesException ("None of slaves were synced") in this case.
+	ErrNoSyncedReplicas = engine.ErrNoSyncedReplicas
 )

@@ -8,19 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goredisson/locks/internal/names"
 	"github.com/goredisson/locks/internal/redistest"
 )
 
 // FuzzNames checks the name derivation helpers on any lock name:
-//   - ChannelName and LatchName follow Redisson's prefixName/suffixName
+//   - ChannelName and the fence keys follow Redisson's prefixName/suffixName
 //     rules (contract 0.2): braces are added unless the name contains "{"
 //     anywhere;
-//   - Slot agrees with an independent CRC16 implementation
-//     (redistest.Slot) on every key;
+//   - Slot agrees with an independent, bitwise CRC16 (refSlot) on every key;
 //   - checkName rejects exactly the empty name outside a cluster and, in
 //     cluster mode, accepts a name iff the lock key, its channel and its
-//     latch keys share one slot; then the latch's slot does not depend on
-//     the request id;
+//     fence keys share one slot; then the fence's slot does not depend on
+//     its id;
 //   - nothing panics.
 //
 // Run: go test -run '^$' -fuzz '^FuzzNames$' -fuzztime 10s ./rlock/
@@ -42,25 +42,24 @@ func FuzzNames(f *testing.F) {
 		if got, want := ChannelName(name), "redisson_lock__channel:"+wrapped; got != want {
 			t.Fatalf("ChannelName(%q) = %q, want %q", name, got, want)
 		}
-		// prefixName("redisson_unlock_latch", name) always contains "{", so
-		// suffixName then appends ":" + id without braces.
-		if got, want := LatchName(name, reqID), "redisson_unlock_latch:"+wrapped+":"+reqID; got != want {
-			t.Fatalf("LatchName(%q, %q) = %q, want %q", name, reqID, got, want)
+		fence := names.Fence(name, func(b []byte) []byte { return append(b, reqID...) })
+		if got, want := fence, "goredisson_fence:"+wrapped+":"+reqID; got != want {
+			t.Fatalf("fence key of %q, %q = %q, want %q", name, reqID, got, want)
 		}
-		if got, want := prefixName("p", name), "p:"+wrapped; got != want {
+		if got, want := names.Prefix("p", name), "p:"+wrapped; got != want {
 			t.Fatalf("prefixName(p, %q) = %q, want %q", name, got, want)
 		}
 		wantSuffix := "{" + name + "}:s"
 		if braced {
 			wantSuffix = name + ":s"
 		}
-		if got := suffixName(name, "s"); got != wantSuffix {
+		if got := names.Suffix(name, "s"); got != wantSuffix {
 			t.Fatalf("suffixName(%q, s) = %q, want %q", name, got, wantSuffix)
 		}
 
-		keys := []string{name, ChannelName(name), LatchName(name, reqID), LatchName(name, "00000000000000000000000000000000")}
+		keys := []string{name, ChannelName(name), fence, names.Fence(name, func(b []byte) []byte { return append(b, '0') })}
 		for _, k := range keys {
-			if got, want := Slot(k), redistest.Slot(k); got != want {
+			if got, want := Slot(k), refSlot(k); got != want {
 				t.Fatalf("Slot(%q) = %d, want %d", k, got, want)
 			}
 		}
@@ -74,7 +73,7 @@ func FuzzNames(f *testing.F) {
 		}
 		sameSlot := true
 		for _, k := range keys[1:] {
-			sameSlot = sameSlot && redistest.Slot(k) == redistest.Slot(name)
+			sameSlot = sameSlot && refSlot(k) == refSlot(name)
 		}
 		err = checkName(name, true)
 		if want := name != "" && sameSlot; (err == nil) != want {
@@ -87,6 +86,28 @@ func FuzzNames(f *testing.F) {
 			t.Fatalf("checkName(%q, true) rejects a plain name: %v", name, err)
 		}
 	})
+}
+
+// refSlot is CLUSTER KEYSLOT computed bit by bit, independently of the
+// table-driven CRC16 of internal/names.
+func refSlot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
 }
 
 // FuzzLockAPI drives the public API with any name, wait and lease (in

@@ -36,9 +36,9 @@ func (l *Lock) Inspect(ctx context.Context) (Info, error) {
 		return Info{}, l.err
 	}
 	rc := l.c.rc
-	numsub := rc.B().PubsubNumsub().Channel(l.channel).Build()
+	numsub := rc.B().PubsubNumsub().Channel(l.spec.Channel).Build()
 	if l.c.PubSubSharded() {
-		numsub = rc.B().PubsubShardnumsub().Channel(l.channel).Build()
+		numsub = rc.B().PubsubShardnumsub().Channel(l.spec.Channel).Build()
 	}
 	res := rc.DoMulti(ctx,
 		rc.B().Hgetall().Key(l.name).Build(),

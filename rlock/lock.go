@@ -2,16 +2,13 @@ package rlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
 
-	"github.com/goredisson/locks/pubsub"
+	"github.com/goredisson/locks/internal/engine"
 	"github.com/goredisson/locks/scripts"
-	"github.com/goredisson/locks/watchdog"
 )
 
 // TTL values returned by RemainTTL, as Redis' PTTL reports them.
@@ -29,12 +26,10 @@ const (
 // A Lock is safe for use by many goroutines at once. The owner of each call
 // is the calling goroutine, or the id set with WithOwner on its context.
 type Lock struct {
-	c         *Client
-	name      string
-	err       error    // the name's problem, reported by every method
-	keys      []string // {name}
-	forceKeys []string // {name, channel}
-	channel   string
+	c    *Client
+	name string
+	err  error // the name's problem, reported by every method
+	spec *engine.Spec
 }
 
 // Name returns the lock's name, which is its Redis key.
@@ -75,9 +70,8 @@ func (l *Lock) TryLock(ctx context.Context, wait, lease time.Duration) (bool, er
 	return l.acquire(ctx, wait, lease)
 }
 
-// acquire runs Redisson's acquire loop (contract 1.8): try; subscribe; try
-// again; wait for a wake-up at most min(ttl, remaining wait); repeat. wait <
-// 0 waits forever; wait == 0 makes one attempt.
+// acquire runs the acquire loop of the engine (contract 1.8) for the
+// calling owner.
 func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (bool, error) {
 	if l.err != nil {
 		return false, l.err
@@ -85,299 +79,61 @@ func (l *Lock) acquire(ctx context.Context, wait, lease time.Duration) (bool, er
 	if l.c.closed.Load() {
 		return false, ErrClosed
 	}
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	start := time.Now()
-	field := l.c.field(ownerOf(ctx))
-	ttl, ok, err := l.try(ctx, field, lease, false)
-	if ok || err != nil {
-		return ok, err
-	}
-	if wait == 0 {
-		return false, nil
-	}
-	// remaining returns the wait left; only meaningful when wait > 0.
-	remaining := func() time.Duration { return wait - time.Since(start) }
-	if wait > 0 && remaining() <= 0 {
-		return false, nil
-	}
-
-	subTimeout := l.c.cfg.subscriptionTimeout
-	if wait > 0 && remaining() < subTimeout {
-		subTimeout = remaining()
-	}
-	sctx, cancel := context.WithTimeout(ctx, subTimeout)
-	sub, err := l.c.hub.Subscribe(sctx, l.channel)
-	cancel()
-	if errors.Is(err, pubsub.ErrClosed) {
-		return false, ErrClosed
-	}
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return false, ctxErr
-		}
-		if wait > 0 && remaining() <= 0 {
-			return false, nil
-		}
-		return false, fmt.Errorf("rlock: %q: subscribing to %q: %w", l.name, l.channel, err)
-	}
-	defer sub.Release()
-
-	backoff := 50 * time.Millisecond
-	for {
-		ttl, ok, err = l.try(ctx, field, lease, true)
-		d := time.Duration(-1)
-		switch {
-		case err != nil && isTransient(err):
-			// Redis is unreachable for now (failover, restart): keep
-			// waiting, retrying with backoff, while the wait lasts.
-			l.c.cfg.logger.Debug("rlock: acquire attempt failed, retrying", "lock", l.name, "err", err)
-			d, backoff = backoff, min(2*backoff, time.Second)
-		case ok || err != nil:
-			return ok, err
-		case ttl >= 0:
-			d = time.Duration(ttl) * time.Millisecond
-			backoff = 50 * time.Millisecond
-		}
-		if wait > 0 {
-			r := remaining()
-			if r <= 0 {
-				return false, nil
-			}
-			if d < 0 || r < d {
-				d = r
-			}
-		}
-		if _, err := sub.Wait(ctx, d); err != nil {
-			if err == ctx.Err() {
-				return false, err
-			}
-			if errors.Is(err, pubsub.ErrClosed) {
-				return false, ErrClosed
-			}
-			return false, fmt.Errorf("rlock: %q: waiting: %w", l.name, err)
-		}
-	}
-}
-
-// try runs the acquire script once (with replica sync, until a replica
-// acknowledged it or the attempts ran out). It returns the holder's TTL in
-// ms when someone else holds the lock (-1: no expiry). When the lock was
-// taken but ctx ended meanwhile, it releases the lock again and returns
-// ctx's error.
-//
-// With resolve, a failed round trip (connection lost, timeout: the script
-// may or may not have run) is resolved by asking Redis whether field holds
-// the lock now; the caller must know that it did not hold it before (a
-// waiter that was told a TTL). An unresolved failure comes back as a
-// *transientError, which the caller may retry.
-func (l *Lock) try(ctx context.Context, field string, lease time.Duration, resolve bool) (ttl int64, ok bool, err error) {
-	leaseMs := l.c.watchdogMs
-	if lease > 0 {
-		leaseMs = strconv.FormatInt(lease.Milliseconds(), 10)
-	}
-	args := []string{leaseMs, field}
-	for attempt := 1; ; attempt++ {
-		cctx, cancel := l.c.cmdCtx(ctx)
-		r := l.c.exec(cctx, scripts.Acquire, l.keys, args)
-		cancel()
-		ttl, err = r.res.AsInt64()
-		if err == nil {
-			return ttl, false, nil
-		}
-		if !rueidis.IsRedisNil(err) {
-			err = fmt.Errorf("rlock: %q: acquire: %w", l.name, err)
-			if !resolve || !isRetryable(r.res.Error()) {
-				return 0, false, err
-			}
-			cctx, cancel := l.c.cmdCtx(ctx)
-			held, herr := l.c.rc.Do(cctx, l.c.rc.B().Hexists().Key(l.name).Field(field).Build()).AsBool()
-			cancel()
-			if herr != nil || !held {
-				return 0, false, &transientError{err}
-			}
-			break // the lost reply was a success
-		}
-		if !r.unsynced() {
-			break
-		}
-		// Acquired on the master only: a failover now would lose it.
-		// Release it and try again, as Redisson does.
-		if _, err := l.unlockScript(ctx, field, false); err != nil && !errors.Is(err, ErrNoSyncedReplicas) {
-			l.c.cfg.logger.Warn("rlock: releasing an unsynced acquisition failed", "lock", l.name, "err", err)
-		}
-		if attempt == l.c.cfg.sync.attempts {
-			return 0, false, fmt.Errorf("%w: %q: acquire: %d replica(s), %d attempt(s)", ErrNoSyncedReplicas, l.name, r.replicas, attempt)
-		}
-		if err := l.c.cfg.sync.sleep(ctx); err != nil {
-			return 0, false, err
-		}
-	}
-	// Acquired (or re-entered).
-	h := watchdog.Hold{Key: l.name, Field: field}
-	if lease > 0 {
-		l.c.leases.set(h, lease.Milliseconds())
-		l.c.leased(h, lease)
-	} else if !l.c.wd.Add(h) {
-		l.release(ctx, field)
-		return 0, false, ErrClosed
-	}
-	if err := ctx.Err(); err != nil {
-		// The caller gave up while the reply was on its way: undo.
-		l.release(ctx, field)
-		return 0, false, err
-	}
-	return 0, true, nil
-}
-
-// transientError is an acquire attempt that failed in transit and did not
-// take the lock.
-type transientError struct{ err error }
-
-func (e *transientError) Error() string { return e.err.Error() }
-
-func isTransient(err error) bool {
-	var t *transientError
-	return errors.As(err, &t)
-}
-func (e *transientError) Unwrap() error { return e.err }
-
-// release undoes one acquisition for a caller that has gone.
-func (l *Lock) release(ctx context.Context, field string) {
-	if _, err := l.unlock(ctx, field); err != nil {
-		l.c.cfg.logger.Warn("rlock: releasing an abandoned acquisition failed; it expires with its lease",
-			"lock", l.name, "err", err)
-	}
+	return l.c.eng.Acquire(ctx, l.spec, l.c.field(ownerOf(ctx)), wait, lease)
 }
 
 // Unlock releases one level of the calling owner's hold. After the last
 // level the lock is deleted and one waiter (in any process, in any language)
 // is woken. It returns an error wrapping ErrNotHeld when the owner holds
-// nothing, and cancels renewal before it returns: no renewal of the hold
-// follows an Unlock.
+// nothing (and then ends the owner's HoldContexts with ErrLockLost if this
+// client believed it held), and no renewal of the hold follows a full
+// Unlock.
 //
-// A failed round trip is retried with the same request id; the unlock latch
-// then makes the retry return the first attempt's result, so a retried
-// Unlock never releases twice nor reports ErrNotHeld for its own release.
+// An Unlock is never run twice: a call Redis refused (BUSY, TRYAGAIN, ...)
+// is sent again, and a lost reply is settled with a fence key that stops
+// the lost call from running later and tells whether it ran. If Redis does
+// not answer within the retry budget, Unlock returns an error wrapping
+// ErrUnresolved, renewal of the hold stops (as Redisson's) and the outcome
+// is settled in the background.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l.err != nil {
 		return l.err
 	}
-	_, err := l.unlock(ctx, l.c.field(ownerOf(ctx)))
+	_, err := l.c.eng.Unlock(ctx, l.spec, l.c.field(ownerOf(ctx)))
 	return err
 }
 
-// unlockScript runs the unlock script, retrying a failed round trip (and,
-// if syncRetry, a release no replica acknowledged) with the same request
-// id. It returns the script's reply: 1 deleted, 0 still held, or a Redis nil
-// error when field does not hold the lock.
-func (l *Lock) unlockScript(ctx context.Context, field string, syncRetry bool) (int64, error) {
-	latch := newLatchName(l.name)
-	keys := []string{l.name, l.channel, latch}
-	lease := l.c.watchdogMs
-	if ms, ok := l.c.leases.get(watchdog.Hold{Key: l.name, Field: field}); ok {
-		lease = strconv.FormatInt(ms, 10)
-	}
-	args := []string{"0", lease, field, l.c.publish, l.c.latchTTL()}
-	attempts := max(unlockAttempts, l.c.cfg.sync.attempts)
-	for attempt := 1; ; attempt++ {
-		cctx, cancel := l.c.cmdCtx(ctx)
-		r := l.c.exec(cctx, scripts.Unlock, keys, args)
-		cancel()
-		res, err := r.res.AsInt64()
-		if err == nil || rueidis.IsRedisNil(err) {
-			l.c.dropLatch(latch)
-		}
-		switch {
-		case r.unsynced() && err == nil:
-			if !syncRetry || attempt >= l.c.cfg.sync.attempts {
-				return res, fmt.Errorf("%w: %q: unlock: %d replica(s), %d attempt(s)", ErrNoSyncedReplicas, l.name, r.replicas, attempt)
-			}
-			if l.c.cfg.sync.sleep(ctx) != nil {
-				return res, nil
-			}
-			continue
-		case !isRetryable(err) || attempt >= attempts || ctx.Err() != nil:
-			return res, err
-		}
-		l.c.cfg.logger.Debug("rlock: unlock failed, retrying with the same request id", "lock", l.name, "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
-		}
-	}
-}
-
-// unlock releases one level and keeps the client's bookkeeping (watchdog,
-// lease, HoldContexts) in step. It returns true when the lock was deleted.
-func (l *Lock) unlock(ctx context.Context, field string) (bool, error) {
-	h := watchdog.Hold{Key: l.name, Field: field}
-	// While the script and its retries run, a renewal that finds the field
-	// gone sees this unlock's work, not a lost lock.
-	l.c.wd.BeginRelease(h)
-	defer l.c.wd.EndRelease(h)
-	res, err := l.unlockScript(ctx, field, true)
-	if errors.Is(err, ErrNoSyncedReplicas) {
-		l.bookUnlock(field, res)
-		return res == 1, err
-	}
-	switch {
-	case err == nil:
-		l.bookUnlock(field, res)
-		return res == 1, nil
-	case rueidis.IsRedisNil(err):
-		l.c.wd.Drop(h)
-		l.c.leases.clear(h)
-		return false, fmt.Errorf("%w: attempt to unlock %q, not locked by the calling owner (node id %s, owner id %s)",
-			ErrNotHeld, l.name, l.c.id, field[len(l.c.id)+1:])
-	default:
-		// Unknown outcome: stop renewing, as Redisson does; the lock then
-		// frees itself within its lease if this unlock did not run.
-		l.c.wd.Remove(h)
-		l.c.leases.clear(h)
-		return false, fmt.Errorf("rlock: %q: unlock: %w", l.name, err)
-	}
-}
-
-// bookUnlock records a successful unlock script result.
-func (l *Lock) bookUnlock(field string, res int64) {
-	h := watchdog.Hold{Key: l.name, Field: field}
-	l.c.wd.Remove(h)
-	if res == 1 {
-		l.c.leases.clear(h)
-		if l.c.holds.watching() {
-			l.c.holds.fire(h, fmt.Errorf("%w: %q", ErrUnlocked, l.name))
-		}
-	} else {
-		ms, ok := l.c.leases.get(h)
-		if !ok {
-			ms = l.c.cfg.watchdogTimeout.Milliseconds()
-		}
-		l.c.leased(h, time.Duration(ms)*time.Millisecond)
+// lockSpec describes the plain lock's scripts to the engine.
+func (c *Client) lockSpec(name string) *engine.Spec {
+	channel := ChannelName(name)
+	publish := c.eng.Publish
+	return &engine.Spec{
+		Kind:        kindLock,
+		Name:        name,
+		Channel:     channel,
+		Acquire:     scripts.Acquire,
+		AcquireKeys: func(fence string) []string { return []string{name, fence} },
+		AcquireArgs: func(field, leaseMs string) []string { return []string{leaseMs, field} },
+		Unlock:      scripts.Unlock,
+		UnlockKeys:  func(fence string) []string { return []string{name, channel, fence} },
+		UnlockArgs:  func(field, leaseMs string) []string { return []string{"0", leaseMs, field, publish} },
 	}
 }
 
 // ForceUnlock deletes the lock whoever holds it, in any process, and wakes
-// one waiter. It reports whether the lock existed. Every hold of this client
-// on the lock stops being renewed, and their HoldContexts end with
-// ErrLockLost.
+// one waiter. It reports whether the lock existed. First, as Redisson does,
+// every hold of this client on the lock stops being renewed and its
+// HoldContexts end with ErrLockLost; a hold taken by this client after
+// ForceUnlock returned is not affected. A lost reply is resent with the same
+// latch key, which makes the resend return the first call's result.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if l.err != nil {
 		return false, l.err
 	}
-	cctx, cancel := l.c.cmdCtx(ctx)
-	res, err := l.c.exec(cctx, scripts.ForceUnlock, l.forceKeys, []string{"0", l.c.publish}).res.AsInt64()
-	cancel()
-	for _, h := range l.c.wd.DropKey(l.name) {
-		l.c.holds.fire(h, fmt.Errorf("%w: %q was force-unlocked", ErrLockLost, l.name))
-	}
-	l.c.holds.fireKey(l.name, fmt.Errorf("%w: %q was force-unlocked", ErrLockLost, l.name))
-	l.c.leases.clearKey(l.name)
-	if err != nil {
-		return false, fmt.Errorf("rlock: %q: force unlock: %w", l.name, err)
-	}
-	return res == 1, nil
+	l.c.table.EndName(l.name, fmt.Errorf("%w: %q was force-unlocked", ErrLockLost, l.name))
+	return l.c.eng.ForceDelete(ctx, scripts.ForceUnlock, l.name,
+		func(latch string) []string { return []string{l.name, l.spec.Channel, latch} },
+		[]string{"0", l.c.eng.Publish})
 }
 
 // IsLocked reports whether anyone holds the lock.

@@ -1,17 +1,24 @@
--- acquire: take or re-enter a Redisson RLock (contract 1.2).
+-- acquire: take or re-enter a Redisson RLock (contract 1.2), fenced.
 --
 -- KEYS[1]  lock key (the raw name)
+-- KEYS[2]  this call's fence key "goredisson_fence:{<raw>}:<32 hex id>"
 -- ARGV[1]  lease in milliseconds (the caller's lease, or the watchdog timeout)
 -- ARGV[2]  owner field "<clientId>:<ownerId>"
 --
--- Returns nil when the lock was taken or re-entered (the field's count was
--- incremented and the key's TTL set to ARGV[1]); otherwise the PTTL of the
--- key in milliseconds (-1 when the holder set no expiry).
+-- Replies (this library's own encoding; Java never reads them):
+--   n > 0   acquired or re-entered: ARGV[2]'s count is now n, the TTL ARGV[1]
+--   0       fenced: the fence key exists (see fence.lua), nothing was done
+--   r < 0   held by another owner; its PTTL is -2 - r (-1: no expiry)
 --
--- Not idempotent (HINCRBY): callers must never resend it blindly.
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    return nil
+-- The data it writes is exactly Redisson's (HINCRBY, PEXPIRE). Not
+-- idempotent: it is never resent while an earlier call may still run; a
+-- lost reply is settled with fence.lua.
+if redis.call('exists', KEYS[2]) == 1 then
+    return 0
 end
-return redis.call('pttl', KEYS[1])
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return n
+end
+return -2 - redis.call('pttl', KEYS[1])

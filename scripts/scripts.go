@@ -8,9 +8,12 @@
 // Java care only about the data layout and the pub/sub traffic, not about the
 // script text or its SHA-1.
 //
-// Scripts are never marked retryable for rueidis: a script that is not
-// idempotent (acquire) must not be resent by the client library, and the
-// callers decide when a resend is safe (unlock with its latch key, renew).
+// Scripts are never marked retryable for rueidis: acquire and unlock are
+// not idempotent and must not be resent by the client library. Each
+// carries a fence key instead: a call whose reply was lost is settled by
+// the fence script, which stops it from running later and tells whether it
+// ran, and only then may it be sent again. Renew, fence and force_unlock
+// (with its latch) are idempotent.
 package scripts
 
 import (
@@ -31,6 +34,8 @@ var (
 	forceUnlockText string
 	//go:embed renew.lua
 	renewText string
+	//go:embed fence.lua
+	fenceText string
 )
 
 // The lock scripts. See the header of each .lua file for KEYS, ARGV and
@@ -40,6 +45,7 @@ var (
 	Unlock      = New("unlock", unlockText)
 	ForceUnlock = New("force_unlock", forceUnlockText)
 	Renew       = New("renew", renewText)
+	Fence       = New("fence", fenceText)
 )
 
 // Script is a Lua script with its SHA-1, safe for concurrent use.

@@ -32,6 +32,13 @@ func do(t *testing.T, srv *redistest.Server, args ...string) *rueidis.RedisMessa
 	return &m
 }
 
+func exists(t *testing.T, srv *redistest.Server, k string) int64 {
+	t.Helper()
+	n, err := do(t, srv, "EXISTS", k).AsInt64()
+	require.NoError(t, err)
+	return n
+}
+
 const (
 	key   = "res"
 	ch    = "redisson_lock__channel:{res}"
@@ -39,50 +46,70 @@ const (
 	other = "11111111-2222-4333-8444-555555555555:8"
 )
 
-func unlockArgs(field string) []string { return []string{"0", "30000", field, "PUBLISH", "16000"} }
+func unlockArgs(field string) []string { return []string{"0", "30000", field, "PUBLISH"} }
 
-func TestAcquireUnlockLatch(t *testing.T) {
+const fence1, fence2, fence3 = "goredisson_fence:{res}:1", "goredisson_fence:{res}:2", "goredisson_fence:{res}:3"
+
+func TestAcquireUnlockFence(t *testing.T) {
 	srv, rc := setup(t)
 	ctx := context.Background()
-	acquire := func(field string) rueidis.RedisResult {
-		return scripts.Acquire.Exec(ctx, rc, []string{key}, []string{"30000", field})
+	acquire := func(field, fence string) (int64, error) {
+		return scripts.Acquire.Exec(ctx, rc, []string{key, fence}, []string{"30000", field}).AsInt64()
 	}
-	require.True(t, rueidis.IsRedisNil(acquire(owner).Error()), "free lock: nil reply")
-	require.True(t, rueidis.IsRedisNil(acquire(owner).Error()), "re-entry: nil reply")
+	unlock := func(field, fence string) (int64, error) {
+		return scripts.Unlock.Exec(ctx, rc, []string{key, ch, fence}, unlockArgs(field)).AsInt64()
+	}
+	fence := func(field, fence string) (int64, error) {
+		return scripts.Fence.Exec(ctx, rc, []string{key, fence}, []string{field, "60000"}).AsInt64()
+	}
+	n, err := acquire(owner, fence1)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), n, "free lock: the new count")
+	n, err = acquire(owner, fence2)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), n, "re-entry: the new count")
 	m, _ := do(t, srv, "HGETALL", key).AsStrMap()
-	assert.Equal(t, map[string]string{owner: "2"}, m)
-	ttl, err := acquire(other).AsInt64()
+	assert.Equal(t, map[string]string{owner: "2"}, m, "Redisson's data layout")
+	r, err := acquire(other, fence3)
 	require.NoError(t, err)
-	assert.True(t, ttl > 29000 && ttl <= 30000, "held: the PTTL, got %d", ttl)
+	ttl := -2 - r
+	assert.True(t, ttl > 29000 && ttl <= 30000, "held: -2-PTTL, got %d", r)
+	do(t, srv, "PERSIST", key)
+	r, err = acquire(other, fence3)
+	require.NoError(t, err)
+	assert.Equal(t, int64(-1), r, "held with no expiry: -2-(-1)")
+	do(t, srv, "PEXPIRE", key, "30000")
 
-	latch1 := "redisson_unlock_latch:{res}:00000000000000000000000000000001"
-	n, err := scripts.Unlock.Exec(ctx, rc, []string{key, ch, latch1}, unlockArgs(owner)).AsInt64()
+	// A fenced call does nothing, and the fence reports the count.
+	c, err := fence(owner, fence3)
 	require.NoError(t, err)
-	assert.Equal(t, int64(0), n, "partial unlock")
-	// A retry with the same latch returns the first result without a
-	// second decrement.
-	n, err = scripts.Unlock.Exec(ctx, rc, []string{key, ch, latch1}, unlockArgs(owner)).AsInt64()
+	assert.Equal(t, int64(2), c)
+	n, err = acquire(owner, fence3)
 	require.NoError(t, err)
-	assert.Equal(t, int64(0), n)
-	c, _ := do(t, srv, "HGET", key, owner).AsInt64()
-	assert.Equal(t, int64(1), c)
-	v, err := do(t, srv, "GET", latch1).ToString()
+	assert.Equal(t, int64(0), n, "fenced acquire")
+	n, err = unlock(owner, fence3)
 	require.NoError(t, err)
-	assert.Equal(t, "0", v, "latch written")
+	assert.Equal(t, int64(-2), n, "fenced unlock")
+	c, err = fence(owner, fence3)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), c, "fence is idempotent and the fenced calls changed nothing")
+	fttl, _ := do(t, srv, "PTTL", fence3).AsInt64()
+	assert.True(t, fttl > 59000 && fttl <= 60000, "fence TTL %d", fttl)
 
-	latch2 := "redisson_unlock_latch:{res}:00000000000000000000000000000002"
-	n, err = scripts.Unlock.Exec(ctx, rc, []string{key, ch, latch2}, unlockArgs(owner)).AsInt64()
+	n, err = unlock(owner, fence1+"x")
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), n, "full unlock")
-	n, err = scripts.Unlock.Exec(ctx, rc, []string{key, ch, latch2}, unlockArgs(owner)).AsInt64()
+	assert.Equal(t, int64(1), n, "partial unlock: the count left")
+	n, err = unlock(owner, fence2+"x")
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), n, "a retried full unlock reports 1, not not-held")
-	ttlLatch, _ := do(t, srv, "PTTL", latch2).AsInt64()
-	assert.True(t, ttlLatch > 15000 && ttlLatch <= 16000, "latch TTL %d", ttlLatch)
-
-	latch3 := "redisson_unlock_latch:{res}:00000000000000000000000000000003"
-	err = scripts.Unlock.Exec(ctx, rc, []string{key, ch, latch3}, unlockArgs(owner)).Error()
-	assert.True(t, rueidis.IsRedisNil(err), "not held: nil reply, got %v", err)
+	assert.Equal(t, int64(0), n, "full unlock")
+	assert.Equal(t, int64(0), exists(t, srv, key))
+	n, err = unlock(owner, fence1+"y")
+	require.NoError(t, err)
+	assert.Equal(t, int64(-1), n, "not held")
+	c, err = fence(owner, "goredisson_fence:{res}:4")
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), c, "fence on a missing hold")
+	assert.Equal(t, int64(0), exists(t, srv, "redisson_unlock_latch:{res}:x"))
 }
 
 func TestRenewAndForceUnlock(t *testing.T) {
@@ -99,12 +126,17 @@ func TestRenewAndForceUnlock(t *testing.T) {
 	ttlB, _ := do(t, srv, "PTTL", "b").AsInt64()
 	assert.Equal(t, int64(-1), ttlB, "another owner's lock is not renewed")
 
-	n, err := scripts.ForceUnlock.Exec(ctx, rc, []string{"a", "redisson_lock__channel:{a}"}, []string{"0", "PUBLISH"}).AsInt64()
-	require.NoError(t, err)
-	assert.Equal(t, int64(1), n)
-	n, err = scripts.ForceUnlock.Exec(ctx, rc, []string{"a", "redisson_lock__channel:{a}"}, []string{"0", "PUBLISH"}).AsInt64()
-	require.NoError(t, err)
-	assert.Equal(t, int64(0), n)
+	force := func(latch string) int64 {
+		n, err := scripts.ForceUnlock.Exec(ctx, rc, []string{"a", "redisson_lock__channel:{a}", latch}, []string{"0", "PUBLISH", "60000"}).AsInt64()
+		require.NoError(t, err)
+		return n
+	}
+	assert.Equal(t, int64(1), force("goredisson_fence:{a}:1"))
+	do(t, srv, "HSET", "a", other, "1") // taken again
+	assert.Equal(t, int64(1), force("goredisson_fence:{a}:1"), "a resend with the same latch returns the first result...")
+	assert.Equal(t, int64(1), exists(t, srv, "a"), "...and does not delete the new hold")
+	assert.Equal(t, int64(1), force("goredisson_fence:{a}:2"))
+	assert.Equal(t, int64(0), force("goredisson_fence:{a}:3"))
 }
 
 // After SCRIPT FLUSH, EVALSHA gets NOSCRIPT and the runner falls back to
@@ -113,7 +145,9 @@ func TestNoScriptFallback(t *testing.T) {
 	srv, rc := setup(t)
 	ctx := context.Background()
 	do(t, srv, "SCRIPT", "FLUSH")
-	require.True(t, rueidis.IsRedisNil(scripts.Acquire.Exec(ctx, rc, []string{"x"}, []string{"1000", owner}).Error()))
+	n, err := scripts.Acquire.Exec(ctx, rc, []string{"x", "goredisson_fence:{x}:1"}, []string{"1000", owner}).AsInt64()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
 	do(t, srv, "SCRIPT", "FLUSH")
 	res := scripts.Renew.ExecMulti(ctx, rc, []scripts.Call{
 		{Keys: []string{"x"}, Args: []string{"30000", owner}},

@@ -2,21 +2,21 @@
 // watchdog mode, the way Redisson's LockRenewalScheduler does: one scheduler
 // per client (not a goroutine or timer per lock) that, every Timeout/3,
 // renews all held keys in batches of at most BatchSize keys per script call,
-// each batch within one hash slot when a slot function is given.
+// each batch of one lock kind and, on a cluster, one hash slot.
 //
-// A hold is a (key, owner field) pair with a count: every watchdog
-// acquisition adds one, every unlock removes one, and the hold is renewed
-// while its count is above zero. A hold is lost, and reported through
-// OnLost, when a renewal finds the owner field gone, or when renewals keep
-// failing and the next attempt could come too late: the report then comes
-// before the lease can run out (after two failed rounds, about 2/3 of the
-// timeout after the last successful renewal; never later than a tenth of
-// a period before the lease ends), so the holder learns of the loss before
-// another client can take the lock.
+// The holds and their renewal state live in the client's hold table
+// (internal/hold), the one record of each hold; the watchdog keeps none of
+// its own. A hold is lost, and ended in the table with a cause wrapping
+// ErrLockLost, when a renewal finds the owner field gone (ErrNotHeld), or
+// when renewals keep failing and the next attempt could come too late
+// (ErrRenewFailed): the report then comes before the lease can run out
+// (never later than a tenth of a period before the lease ends), so the
+// holder learns of the loss before another client can take the lock.
 //
-// Remove, Drop, DropKey and Close return only after any renewal round that
-// included the hold has finished, so no renewal is ever sent for a hold
-// after they return.
+// A renewal's lease is counted from when the round was sent, not from when
+// its reply was read. Ending a hold in the table waits for a round in
+// flight that includes it, so no renewal is sent for a hold once it ended.
+// Close cancels a round in flight and returns at once.
 package watchdog
 
 import (
@@ -26,6 +26,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/goredisson/locks/internal/hold"
 )
 
 // ErrNotHeld is the cause reported when a renewal finds that the owner no
@@ -40,12 +42,6 @@ var ErrMaxHold = errors.New("watchdog: hold reached its maximum duration")
 // could run out; the reported error wraps it and the last failure.
 var ErrRenewFailed = errors.New("watchdog: could not renew the lease in time")
 
-// Hold names one owner's hold on one lock key.
-type Hold struct {
-	Key   string // the lock key
-	Field string // the owner field, "<clientId>:<ownerId>"
-}
-
 // Result is the outcome of renewing one batch: Renewed[i] tells whether the
 // batch's i-th hold was renewed, unless Err is set.
 type Result struct {
@@ -53,8 +49,9 @@ type Result struct {
 	Err     error
 }
 
-// Config configures a Watchdog. Timeout and Renew are required.
+// Config configures a Watchdog. Table, Timeout and Renew are required.
 type Config struct {
+	Table *hold.Table
 	// Timeout is the lease each renewal sets; renewals run every Timeout/3.
 	Timeout time.Duration
 	// BatchSize is the most holds renewed by one script call (default 100).
@@ -62,53 +59,37 @@ type Config struct {
 	// Slot maps a key to its cluster hash slot so that a batch never spans
 	// slots; nil puts all keys in one group.
 	Slot func(key string) uint16
-	// Renew renews batches of holds and returns one Result per batch. It
-	// must honour ctx, which ends when the round has taken a period, or
-	// earlier when a lease in it is about to run out; batches it could not
-	// renew by then get ctx's error.
-	Renew func(ctx context.Context, batches [][]Hold) []Result
+	// Renew renews batches of holds of one kind and returns one Result per
+	// batch. It must honour ctx, which ends when the round has taken a
+	// period, or earlier when a lease in it is about to run out, or at
+	// Close; batches it could not renew by then get an error.
+	Renew func(ctx context.Context, kind hold.Kind, batches [][]hold.Key) []Result
 	// MaxHold, when positive, bounds how long a hold is renewed: after
-	// MaxHold from its first Add it is reported lost (ErrMaxHold) and left
+	// MaxHold from its beginning it is reported lost (ErrMaxHold) and left
 	// to expire, so a stuck holder cannot keep a lock forever.
 	MaxHold time.Duration
-	// OnLost is called, outside any lock, for each hold that was lost; at
-	// is when the loss was found. A hold acquired again after at is a new
-	// hold that the report does not concern.
-	OnLost func(h Hold, err error, at time.Time)
 	// Logger receives renewal failures; nil discards them.
 	Logger *slog.Logger
 }
 
-// Watchdog renews holds. It is safe for concurrent use.
+// Watchdog renews the holds of a table. It is safe for concurrent use.
 type Watchdog struct {
 	cfg    Config
 	period time.Duration
 
-	mu      sync.Mutex
-	holds   map[Hold]*hold
-	running bool
-	closed  bool
-	stop    chan struct{}
-	wg      sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+	once   sync.Once
+	done   chan struct{}
 }
 
-type hold struct {
-	since     time.Time // the first Add
-	count     int
-	releasing int       // unlocks in flight: a gone field is then their doing, not a loss
-	renewed   time.Time // when the last renewal known to succeed was sent
-	inflight  *round    // the round renewing this hold, if any
-}
-
-type round struct{ done chan struct{} }
-
-// New returns a Watchdog; it starts renewing on the first Add.
+// New returns a running Watchdog.
 func New(cfg Config) (*Watchdog, error) {
 	if cfg.Timeout < 3*time.Millisecond {
 		return nil, fmt.Errorf("watchdog: timeout %v is too short (at least 3ms)", cfg.Timeout)
 	}
-	if cfg.Renew == nil {
-		return nil, errors.New("watchdog: Config.Renew is nil")
+	if cfg.Renew == nil || cfg.Table == nil {
+		return nil, errors.New("watchdog: Config.Renew and Config.Table are required")
 	}
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 100
@@ -116,265 +97,127 @@ func New(cfg Config) (*Watchdog, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Watchdog{cfg: cfg, period: cfg.Timeout / 3, holds: make(map[Hold]*hold), stop: make(chan struct{})}, nil
+	w := &Watchdog{cfg: cfg, period: cfg.Timeout / 3, done: make(chan struct{})}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	go w.loop()
+	return w, nil
 }
 
 // Timeout returns the lease each renewal sets.
 func (w *Watchdog) Timeout() time.Duration { return w.cfg.Timeout }
 
-// Add counts one more acquisition of h; renewal of h starts with its first
-// Add. It returns false if the Watchdog is closed.
-func (w *Watchdog) Add(h Hold) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return false
-	}
-	if st := w.holds[h]; st != nil {
-		st.count++
-		return true
-	}
-	now := time.Now()
-	w.holds[h] = &hold{since: now, count: 1, renewed: now}
-	if !w.running {
-		w.running = true
-		w.wg.Add(1)
-		go w.loop()
-	}
-	return true
-}
-
-// Remove counts one release of h; at zero, renewal of h stops.
-func (w *Watchdog) Remove(h Hold) {
-	w.mu.Lock()
-	st := w.holds[h]
-	if st == nil {
-		w.mu.Unlock()
-		return
-	}
-	st.count--
-	if st.count > 0 {
-		w.mu.Unlock()
-		return
-	}
-	delete(w.holds, h)
-	r := st.inflight
-	w.mu.Unlock()
-	wait(r)
-}
-
-// BeginRelease tells the watchdog that the owner is unlocking h: until the
-// matching EndRelease, a renewal that finds h gone (the unlock deleted it)
-// is not a loss. Renewal of h otherwise goes on (a partial unlock keeps it).
-func (w *Watchdog) BeginRelease(h Hold) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if st := w.holds[h]; st != nil {
-		st.releasing++
-	}
-}
-
-// EndRelease ends a BeginRelease, after the unlock's Remove or Drop.
-func (w *Watchdog) EndRelease(h Hold) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if st := w.holds[h]; st != nil && st.releasing > 0 {
-		st.releasing--
-	}
-}
-
-// Drop stops renewing h whatever its count, and reports whether it was
-// renewed.
-func (w *Watchdog) Drop(h Hold) bool {
-	w.mu.Lock()
-	st := w.holds[h]
-	if st == nil {
-		w.mu.Unlock()
-		return false
-	}
-	delete(w.holds, h)
-	r := st.inflight
-	w.mu.Unlock()
-	wait(r)
-	return true
-}
-
-// DropKey stops renewing every hold on key and returns them.
-func (w *Watchdog) DropKey(key string) []Hold {
-	var dropped []Hold
-	var rounds []*round
-	w.mu.Lock()
-	for h, st := range w.holds {
-		if h.Key == key {
-			dropped = append(dropped, h)
-			rounds = append(rounds, st.inflight)
-			delete(w.holds, h)
-		}
-	}
-	w.mu.Unlock()
-	for _, r := range rounds {
-		wait(r)
-	}
-	return dropped
-}
-
-// Count returns how many acquisitions of h are being renewed (0 if none).
-func (w *Watchdog) Count(h Hold) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if st := w.holds[h]; st != nil {
-		return st.count
-	}
-	return 0
-}
-
-// Len returns the number of holds being renewed.
-func (w *Watchdog) Len() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.holds)
-}
-
-// Close stops all renewal and waits for the scheduler to end. The holds are
-// forgotten without being reported lost.
+// Close stops renewing, cancelling a round in flight, and waits for the
+// scheduler to end (which it does at once).
 func (w *Watchdog) Close() {
-	w.mu.Lock()
-	if !w.closed {
-		w.closed = true
-		close(w.stop)
-	}
-	w.mu.Unlock()
-	w.wg.Wait()
-	w.mu.Lock()
-	w.holds = make(map[Hold]*hold)
-	w.mu.Unlock()
+	w.once.Do(w.cancel)
+	<-w.done
 }
 
 // margin is how long before a lease's end the watchdog wants to have
 // renewed it or reported it lost.
 func (w *Watchdog) margin() time.Duration { return w.period / 10 }
 
-func wait(r *round) {
-	if r != nil {
-		<-r.done
-	}
-}
-
 func (w *Watchdog) loop() {
-	defer w.wg.Done()
+	defer close(w.done)
 	t := time.NewTicker(w.period)
 	defer t.Stop()
 	for {
 		select {
-		case <-w.stop:
+		case <-w.ctx.Done():
 			return
 		case <-t.C:
 		}
-		if !w.renewAll() {
-			return
-		}
+		w.round()
 	}
 }
 
-// renewAll runs one renewal round; it returns false (and marks the loop as
-// stopped) when there is nothing left to renew.
-func (w *Watchdog) renewAll() bool {
-	r := &round{done: make(chan struct{})}
-	defer close(r.done)
+type group struct {
+	kind hold.Kind
+	slot uint16
+}
 
-	w.mu.Lock()
-	if len(w.holds) == 0 || w.closed {
-		w.running = false
-		w.mu.Unlock()
-		return false
+// round runs one renewal round.
+func (w *Watchdog) round() {
+	tab := w.cfg.Table
+	r, items := tab.StartRound()
+	defer tab.FinishRound(r, items)
+	if len(items) == 0 {
+		return
 	}
-	type lost struct {
-		h   Hold
-		err error
-	}
-	var losses []lost
-	groups := make(map[uint16][]Hold)
-	now := time.Now()
-	earliest := now // the oldest successful renewal in the round
-	for h, st := range w.holds {
-		if w.cfg.MaxHold > 0 && now.Sub(st.since) >= w.cfg.MaxHold {
-			delete(w.holds, h)
-			losses = append(losses, lost{h, fmt.Errorf("%w (%v)", ErrMaxHold, w.cfg.MaxHold)})
+	start := time.Now()
+	groups := make(map[group][]int)
+	earliest := start
+	for i, it := range items {
+		if w.cfg.MaxHold > 0 && start.Sub(it.Since) >= w.cfg.MaxHold {
+			tab.Lost(r, it, w.lost(it, fmt.Errorf("%w (%v)", ErrMaxHold, w.cfg.MaxHold)))
 			continue
 		}
-		var slot uint16
+		g := group{kind: it.Key.Kind}
 		if w.cfg.Slot != nil {
-			slot = w.cfg.Slot(h.Key)
+			g.slot = w.cfg.Slot(it.Key.Name)
 		}
-		groups[slot] = append(groups[slot], h)
-		st.inflight = r
-		if st.renewed.Before(earliest) {
-			earliest = st.renewed
-		}
-	}
-	w.mu.Unlock()
-
-	var batches [][]Hold
-	for _, g := range groups {
-		for len(g) > 0 {
-			n := min(len(g), w.cfg.BatchSize)
-			batches = append(batches, g[:n:n])
-			g = g[n:]
+		groups[g] = append(groups[g], i)
+		if it.Set.Before(earliest) {
+			earliest = it.Set
 		}
 	}
-
 	// A round may take a period, but must end (failing what is left) a
 	// margin before the earliest lease in it could run out, so that a
 	// stalled round still reports the loss in time.
-	start := time.Now()
 	deadline := start.Add(w.period)
 	if d := earliest.Add(w.cfg.Timeout - w.margin()); d.Before(deadline) {
 		deadline = d
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	results := w.cfg.Renew(ctx, batches)
-	cancel()
-	end := time.Now()
+	ctx, cancel := context.WithDeadline(w.ctx, deadline)
+	defer cancel()
 
-	w.mu.Lock()
-	for i, batch := range batches {
-		var res Result
-		if i < len(results) {
-			res = results[i]
-		} else {
-			res.Err = errors.New("watchdog: renew returned no result for the batch")
+	byKind := make(map[hold.Kind][][]int)
+	for g, idx := range groups {
+		for len(idx) > 0 {
+			n := min(len(idx), w.cfg.BatchSize)
+			byKind[g.kind] = append(byKind[g.kind], idx[:n:n])
+			idx = idx[n:]
 		}
-		for j, h := range batch {
-			st := w.holds[h]
-			if st == nil || st.inflight != r {
-				continue // released while the round ran
+	}
+	for kind, batches := range byKind {
+		keys := make([][]hold.Key, len(batches))
+		for i, b := range batches {
+			keys[i] = make([]hold.Key, len(b))
+			for j, k := range b {
+				keys[i][j] = items[k].Key
 			}
-			st.inflight = nil
-			switch {
-			case res.Err == nil && j < len(res.Renewed) && res.Renewed[j]:
-				st.renewed = start
-			case st.releasing > 0:
-				// The owner's unlock is in flight and decides: it
-				// removes the hold, or keeps it if it fails.
-			case res.Err == nil:
-				delete(w.holds, h)
-				losses = append(losses, lost{h, ErrNotHeld})
-			case end.Add(w.period + w.margin()).Before(st.renewed.Add(w.cfg.Timeout)):
-				// The next round, one period away, can still renew
-				// before the lease runs out.
-				w.cfg.Logger.Warn("watchdog: renewal failed, will retry", "key", h.Key, "err", res.Err)
-			default:
-				delete(w.holds, h)
-				losses = append(losses, lost{h, fmt.Errorf("%w: %w", ErrRenewFailed, res.Err)})
+		}
+		results := w.cfg.Renew(ctx, kind, keys)
+		end := time.Now()
+		for i, b := range batches {
+			var res Result
+			if i < len(results) {
+				res = results[i]
+			} else {
+				res.Err = errors.New("watchdog: renew returned no result for the batch")
+			}
+			for j, k := range b {
+				it := items[k]
+				switch {
+				case res.Err == nil && j < len(res.Renewed) && res.Renewed[j]:
+					tab.Renewed(r, it, start)
+				case res.Err == nil:
+					tab.Gone(r, it, w.lost(it, ErrNotHeld))
+				case w.ctx.Err() != nil:
+					// Closing: nothing to report.
+				case end.Add(w.period + w.margin()).Before(it.Set.Add(w.cfg.Timeout)):
+					// The next round, one period away, can still renew
+					// before the lease runs out.
+					w.cfg.Logger.Warn("watchdog: renewal failed, will retry", "key", it.Key.Name, "err", res.Err)
+				default:
+					tab.Lost(r, it, w.lost(it, fmt.Errorf("%w: %w", ErrRenewFailed, res.Err)))
+				}
 			}
 		}
 	}
-	w.mu.Unlock()
-	for _, l := range losses {
-		w.cfg.Logger.Warn("watchdog: lock lost", "key", l.h.Key, "owner", l.h.Field, "err", l.err)
-		if w.cfg.OnLost != nil {
-			w.cfg.OnLost(l.h, l.err, end)
-		}
-	}
-	return true
+}
+
+// lost builds the cause of a lost hold (the table's end handler logs it).
+func (w *Watchdog) lost(it hold.Item, cause error) error {
+	return fmt.Errorf("%w: %q: %w", hold.ErrLockLost, it.Key.Name, cause)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/goredisson/locks/internal/hold"
 	"github.com/goredisson/locks/watchdog"
 )
 
@@ -19,16 +20,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // renewer records the batches it is given and answers with a function of
 // the hold. The watchdog talks to Redis only through Config.Renew; these
-// tests check its scheduling, batching and loss reporting (the rlock tests
-// check renewal against a real Redis).
+// tests check its scheduling, batching and loss reporting over a real hold
+// table (the rlock tests check renewal against a real Redis).
 type renewer struct {
 	mu      sync.Mutex
-	rounds  [][][]watchdog.Hold
-	answer  func(watchdog.Hold) (bool, error)
+	rounds  [][][]hold.Key
+	answer  func(hold.Key) (bool, error)
 	roundCh chan struct{}
 }
 
-func (r *renewer) renew(ctx context.Context, batches [][]watchdog.Hold) []watchdog.Result {
+func (r *renewer) renew(ctx context.Context, _ hold.Kind, batches [][]hold.Key) []watchdog.Result {
 	r.mu.Lock()
 	r.rounds = append(r.rounds, batches)
 	answer := r.answer
@@ -50,27 +51,61 @@ func (r *renewer) renew(ctx context.Context, batches [][]watchdog.Hold) []watchd
 	return out
 }
 
-func newWatchdog(t *testing.T, r *renewer, cfg watchdog.Config) *watchdog.Watchdog {
+// fixture is a hold table, its end reports, and a watchdog on it.
+type fixture struct {
+	tab  *hold.Table
+	w    *watchdog.Watchdog
+	lost chan error
+}
+
+func newWatchdog(t *testing.T, r *renewer, cfg watchdog.Config) *fixture {
 	t.Helper()
+	f := &fixture{lost: make(chan error, 100)}
+	f.tab = hold.New(cfg.Timeout, func(_ hold.Key, err error) { f.lost <- err })
+	cfg.Table = f.tab
 	cfg.Renew = r.renew
 	w, err := watchdog.New(cfg)
 	require.NoError(t, err)
-	t.Cleanup(w.Close)
-	return w
+	f.w = w
+	t.Cleanup(func() { w.Close(); f.tab.Close() })
+	return f
+}
+
+func key(name string) hold.Key { return hold.Key{Name: name, Field: "c:1"} }
+
+// add records one watchdog acquisition of k.
+func (f *fixture) add(t *testing.T, k hold.Key) {
+	h, err := f.tab.Use(context.Background(), k)
+	require.NoError(t, err)
+	require.True(t, f.tab.Acquired(h, f.tab.Held(k)+1, 0, time.Now()))
+	f.tab.Done(h)
+}
+
+// release records an unlock of k that left count.
+func (f *fixture) release(t *testing.T, k hold.Key, count int) {
+	h, err := f.tab.Use(context.Background(), k)
+	require.NoError(t, err)
+	f.tab.Released(h, count, time.Now())
+	f.tab.Done(h)
+}
+
+func (f *fixture) renewing() int {
+	_, n := f.tab.Stats()
+	return n
 }
 
 func TestBatchesBySlotAndSize(t *testing.T) {
-	r := &renewer{answer: func(watchdog.Hold) (bool, error) { return true, nil }, roundCh: make(chan struct{}, 10)}
-	w := newWatchdog(t, r, watchdog.Config{
+	r := &renewer{answer: func(hold.Key) (bool, error) { return true, nil }, roundCh: make(chan struct{}, 10)}
+	f := newWatchdog(t, r, watchdog.Config{
 		Timeout:   300 * time.Millisecond,
 		BatchSize: 10,
 		Slot:      func(key string) uint16 { return uint16(key[0]) },
 	})
 	for i := range 25 {
-		w.Add(watchdog.Hold{Key: "a" + fmt.Sprint(i), Field: "c:1"})
+		f.add(t, key("a"+fmt.Sprint(i)))
 	}
 	for i := range 7 {
-		w.Add(watchdog.Hold{Key: "b" + fmt.Sprint(i), Field: "c:1"})
+		f.add(t, key("b"+fmt.Sprint(i)))
 	}
 	<-r.roundCh
 	r.mu.Lock()
@@ -82,9 +117,9 @@ func TestBatchesBySlotAndSize(t *testing.T) {
 		require.NotEmpty(t, b)
 		assert.LessOrEqual(t, len(b), 10)
 		for _, h := range b {
-			assert.Equal(t, b[0].Key[0], h.Key[0], "a batch spans slots")
+			assert.Equal(t, b[0].Name[0], h.Name[0], "a batch spans slots")
 		}
-		sizes[b[0].Key[0]] = append(sizes[b[0].Key[0]], len(b))
+		sizes[b[0].Name[0]] = append(sizes[b[0].Name[0]], len(b))
 		total += len(b)
 	}
 	assert.Equal(t, 32, total)
@@ -92,19 +127,16 @@ func TestBatchesBySlotAndSize(t *testing.T) {
 }
 
 func TestLostWhenFieldGone(t *testing.T) {
-	gone := watchdog.Hold{Key: "gone", Field: "c:1"}
-	r := &renewer{answer: func(h watchdog.Hold) (bool, error) { return h != gone, nil }}
-	lost := make(chan error, 1)
-	w := newWatchdog(t, r, watchdog.Config{Timeout: 150 * time.Millisecond, OnLost: func(h watchdog.Hold, err error, _ time.Time) {
-		if h == gone {
-			lost <- err
-		}
-	}})
-	w.Add(gone)
-	w.Add(watchdog.Hold{Key: "kept", Field: "c:1"})
-	assert.ErrorIs(t, <-lost, watchdog.ErrNotHeld)
-	assert.Equal(t, 0, w.Count(gone))
-	assert.Equal(t, 1, w.Len())
+	gone := key("gone")
+	r := &renewer{answer: func(h hold.Key) (bool, error) { return h != gone, nil }}
+	f := newWatchdog(t, r, watchdog.Config{Timeout: 150 * time.Millisecond})
+	f.add(t, gone)
+	f.add(t, key("kept"))
+	err := <-f.lost
+	assert.ErrorIs(t, err, watchdog.ErrNotHeld)
+	assert.ErrorIs(t, err, hold.ErrLockLost)
+	assert.Equal(t, 0, f.tab.Held(gone))
+	assert.Equal(t, 1, f.renewing())
 }
 
 // Renewal failures are retried; the loss is reported once the next attempt
@@ -112,7 +144,7 @@ func TestLostWhenFieldGone(t *testing.T) {
 func TestLostBeforeLeaseEndsWhenRenewalsFail(t *testing.T) {
 	var failing sync.Mutex
 	fail := false
-	r := &renewer{answer: func(watchdog.Hold) (bool, error) {
+	r := &renewer{answer: func(hold.Key) (bool, error) {
 		failing.Lock()
 		defer failing.Unlock()
 		if fail {
@@ -121,16 +153,8 @@ func TestLostBeforeLeaseEndsWhenRenewalsFail(t *testing.T) {
 		return true, nil
 	}, roundCh: make(chan struct{}, 100)}
 	const timeout = 600 * time.Millisecond
-	type loss struct {
-		at  time.Time
-		err error
-	}
-	lost := make(chan loss, 1)
-	w := newWatchdog(t, r, watchdog.Config{Timeout: timeout, OnLost: func(_ watchdog.Hold, err error, _ time.Time) {
-		lost <- loss{time.Now(), err}
-	}})
-	h := watchdog.Hold{Key: "k", Field: "c:1"}
-	w.Add(h)
+	f := newWatchdog(t, r, watchdog.Config{Timeout: timeout})
+	f.add(t, key("k"))
 	<-r.roundCh // one successful renewal
 	lastOK := time.Now()
 	failing.Lock()
@@ -138,77 +162,101 @@ func TestLostBeforeLeaseEndsWhenRenewalsFail(t *testing.T) {
 	failing.Unlock()
 	<-r.roundCh // the first failure is retried
 	select {
-	case l := <-lost:
-		t.Fatalf("lost after a single failure: %v", l.err)
+	case err := <-f.lost:
+		t.Fatalf("lost after a single failure: %v", err)
 	default:
 	}
-	l := <-lost
-	assert.ErrorIs(t, l.err, watchdog.ErrRenewFailed)
-	assert.ErrorContains(t, l.err, "connection refused")
-	assert.Less(t, l.at.Sub(lastOK), timeout, "the loss must be reported before the lease can run out")
-	assert.Equal(t, 0, w.Len())
+	err := <-f.lost
+	at := time.Now()
+	assert.ErrorIs(t, err, watchdog.ErrRenewFailed)
+	assert.ErrorContains(t, err, "connection refused")
+	assert.Less(t, at.Sub(lastOK), timeout, "the loss must be reported before the lease can run out")
+	assert.Equal(t, 0, f.renewing())
 }
 
-// Remove returns only after a renewal round that includes the hold ends.
-func TestRemoveWaitsForInflightRound(t *testing.T) {
+// Ending a hold returns only after a renewal round that includes it ends.
+func TestEndWaitsForInflightRound(t *testing.T) {
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	var once sync.Once
-	r := &renewer{answer: func(watchdog.Hold) (bool, error) {
+	r := &renewer{answer: func(hold.Key) (bool, error) {
 		once.Do(func() { close(entered); <-release })
 		return true, nil
 	}}
-	w := newWatchdog(t, r, watchdog.Config{Timeout: 60 * time.Millisecond})
-	h := watchdog.Hold{Key: "k", Field: "c:1"}
-	w.Add(h)
+	f := newWatchdog(t, r, watchdog.Config{Timeout: 60 * time.Millisecond})
+	k := key("k")
+	f.add(t, k)
 	<-entered
 	removed := make(chan struct{})
-	go func() { w.Remove(h); close(removed) }()
+	go func() { f.tab.EndName("k", hold.ErrLockLost); close(removed) }()
 	select {
 	case <-removed:
-		t.Fatal("Remove returned while a renewal of the hold was in flight")
+		t.Fatal("EndName returned while a renewal of the hold was in flight")
 	case <-time.After(50 * time.Millisecond):
 	}
 	close(release)
 	<-removed
-	assert.Equal(t, 0, w.Len())
+	assert.Equal(t, 0, f.renewing())
+}
+
+// Close returns at once, even with a round stuck in Renew.
+func TestCloseDoesNotWaitForARound(t *testing.T) {
+	entered := make(chan struct{})
+	var once sync.Once
+	r := &renewer{}
+	tab := hold.New(3*time.Second, nil)
+	defer tab.Close()
+	w, err := watchdog.New(watchdog.Config{Table: tab, Timeout: 30 * time.Millisecond,
+		Renew: func(ctx context.Context, kind hold.Kind, b [][]hold.Key) []watchdog.Result {
+			once.Do(func() { close(entered) })
+			<-ctx.Done() // a renewer honours ctx
+			return r.renew(ctx, kind, nil)
+		}})
+	require.NoError(t, err)
+	h, err := tab.Use(context.Background(), key("k"))
+	require.NoError(t, err)
+	tab.Acquired(h, 1, 0, time.Now())
+	tab.Done(h)
+	<-entered
+	start := time.Now()
+	w.Close()
+	assert.Less(t, time.Since(start), 5*time.Millisecond)
 }
 
 func TestCountsNestedHolds(t *testing.T) {
-	r := &renewer{answer: func(watchdog.Hold) (bool, error) { return true, nil }}
-	w := newWatchdog(t, r, watchdog.Config{Timeout: time.Hour})
-	h := watchdog.Hold{Key: "k", Field: "c:1"}
-	w.Add(h)
-	w.Add(h)
-	assert.Equal(t, 2, w.Count(h))
-	w.Remove(h)
-	assert.Equal(t, 1, w.Count(h))
-	w.Remove(h)
-	assert.Equal(t, 0, w.Count(h))
-	w.Remove(h) // extra removes are harmless
-	assert.True(t, w.Add(h))
-	assert.Equal(t, []watchdog.Hold{h}, w.DropKey("k"))
-	w.Close()
-	assert.False(t, w.Add(h), "Add after Close")
+	r := &renewer{answer: func(hold.Key) (bool, error) { return true, nil }}
+	f := newWatchdog(t, r, watchdog.Config{Timeout: time.Hour})
+	k := key("k")
+	f.add(t, k)
+	f.add(t, k)
+	assert.Equal(t, 2, f.tab.Held(k))
+	f.release(t, k, 1)
+	assert.Equal(t, 1, f.tab.Held(k))
+	assert.Equal(t, 1, f.renewing())
+	f.release(t, k, 0)
+	assert.Equal(t, 0, f.tab.Held(k))
+	assert.Equal(t, 0, f.renewing())
+	records, _ := f.tab.Stats()
+	assert.Zero(t, records, "a released hold leaves no record")
 }
 
 func TestConfigErrors(t *testing.T) {
-	_, err := watchdog.New(watchdog.Config{Timeout: time.Millisecond, Renew: (&renewer{}).renew})
+	tab := hold.New(time.Second, nil)
+	defer tab.Close()
+	_, err := watchdog.New(watchdog.Config{Table: tab, Timeout: time.Millisecond, Renew: (&renewer{}).renew})
 	assert.Error(t, err)
-	_, err = watchdog.New(watchdog.Config{Timeout: time.Second})
+	_, err = watchdog.New(watchdog.Config{Table: tab, Timeout: time.Second})
 	assert.Error(t, err)
 }
 
 func TestMaxHold(t *testing.T) {
-	r := &renewer{answer: func(watchdog.Hold) (bool, error) { return true, nil }}
-	lost := make(chan error, 1)
-	w := newWatchdog(t, r, watchdog.Config{Timeout: 90 * time.Millisecond, MaxHold: 200 * time.Millisecond,
-		OnLost: func(_ watchdog.Hold, err error, _ time.Time) { lost <- err }})
+	r := &renewer{answer: func(hold.Key) (bool, error) { return true, nil }}
+	f := newWatchdog(t, r, watchdog.Config{Timeout: 90 * time.Millisecond, MaxHold: 200 * time.Millisecond})
 	start := time.Now()
-	w.Add(watchdog.Hold{Key: "k", Field: "c:1"})
-	assert.ErrorIs(t, <-lost, watchdog.ErrMaxHold)
+	f.add(t, key("k"))
+	assert.ErrorIs(t, <-f.lost, watchdog.ErrMaxHold)
 	assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond)
-	assert.Zero(t, w.Len())
+	assert.Zero(t, f.renewing())
 }
 
 // A hold whose owner is unlocking it is not reported lost when a renewal
@@ -216,31 +264,32 @@ func TestMaxHold(t *testing.T) {
 func TestReleasingHoldIsNotLost(t *testing.T) {
 	var mu sync.Mutex
 	gone := false
-	r := &renewer{answer: func(watchdog.Hold) (bool, error) {
+	r := &renewer{answer: func(hold.Key) (bool, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return !gone, nil
 	}, roundCh: make(chan struct{}, 100)}
-	lost := make(chan error, 1)
-	w := newWatchdog(t, r, watchdog.Config{Timeout: 60 * time.Millisecond,
-		OnLost: func(_ watchdog.Hold, err error, _ time.Time) { lost <- err }})
-	h := watchdog.Hold{Key: "k", Field: "c:1"}
-	w.Add(h)
-	w.BeginRelease(h)
+	f := newWatchdog(t, r, watchdog.Config{Timeout: 60 * time.Millisecond})
+	k := key("k")
+	f.add(t, k)
+	h, err := f.tab.Use(context.Background(), k)
+	require.NoError(t, err)
+	f.tab.BeginRelease(h)
 	mu.Lock()
 	gone = true // the unlock script ran; its reply is slow
 	mu.Unlock()
 	<-r.roundCh
 	<-r.roundCh
-	assert.Equal(t, 1, w.Count(h), "the unlock decides, not the renewal")
-	w.Remove(h)
-	w.EndRelease(h)
+	assert.Equal(t, 1, f.tab.Held(k), "the unlock decides, not the renewal")
+	f.tab.Released(h, 0, time.Now())
+	f.tab.EndRelease(h)
+	f.tab.Done(h)
 	select {
-	case err := <-lost:
+	case err := <-f.lost:
 		t.Fatalf("reported lost during its own unlock: %v", err)
 	default:
 	}
 	// Without a release in flight the same answer is a loss.
-	w.Add(h)
-	assert.ErrorIs(t, <-lost, watchdog.ErrNotHeld)
+	f.add(t, k)
+	assert.ErrorIs(t, <-f.lost, watchdog.ErrNotHeld)
 }

@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/goredisson/locks/internal/hold"
+	"github.com/goredisson/locks/pubsub"
+)
+
+// Acquire runs Redisson's acquire loop (contract 1.8) for field on s: try;
+// subscribe; try again; wait for a wake-up at most min(ttl, wait left);
+// repeat. wait < 0 waits until ctx ends; wait == 0 makes one attempt and
+// does not subscribe. lease > 0 is a fixed lease, otherwise the watchdog
+// renews the hold. It reports whether the lock was taken; ctx's error when
+// ctx ended first (an acquisition that raced it is undone).
+func (e *Engine) Acquire(ctx context.Context, s *Spec, field string, wait, lease time.Duration) (bool, error) {
+	if e.Closed() {
+		return false, hold.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	start := time.Now()
+	var end time.Time // zero: no wait limit
+	if wait >= 0 {
+		end = start.Add(wait)
+	}
+	// The first attempt retries and settles for the budget (or the wait,
+	// if longer): a Redis that cannot be reached fails a Lock instead of
+	// hanging it. Attempts of a waiter go on while the wait lasts.
+	first := end
+	if first.IsZero() || first.Before(start.Add(e.Budget)) {
+		first = start.Add(e.Budget)
+	}
+	ttl, ok, err := e.try(ctx, s, field, lease, first)
+	if ok || err != nil {
+		return ok, err
+	}
+	if wait == 0 {
+		return false, nil
+	}
+	left := func() time.Duration { return time.Until(end) }
+	if !end.IsZero() && left() <= 0 {
+		return false, nil
+	}
+
+	subTimeout := e.SubscriptionTimeout
+	if !end.IsZero() && left() < subTimeout {
+		subTimeout = left()
+	}
+	sctx, cancel := context.WithTimeout(ctx, subTimeout)
+	sub, err := e.Hub.Subscribe(sctx, s.Channel)
+	cancel()
+	if err != nil {
+		switch {
+		case errors.Is(err, pubsub.ErrClosed):
+			return false, hold.ErrClosed
+		case ctx.Err() != nil:
+			return false, ctx.Err()
+		case !end.IsZero() && left() <= 0:
+			return false, nil
+		case errors.Is(err, context.DeadlineExceeded):
+			return false, fmt.Errorf("%w: %q: no subscription to %q within %v", ErrTimeout, s.Name, s.Channel, e.SubscriptionTimeout)
+		}
+		return false, fmt.Errorf("rlock: %q: subscribing to %q: %w", s.Name, s.Channel, err)
+	}
+	defer sub.Release()
+
+	for {
+		ttl, ok, err = e.try(ctx, s, field, lease, end)
+		if ok || err != nil {
+			return ok, err
+		}
+		d := time.Duration(-1) // no expiry: wait for a message only
+		if ttl >= 0 {
+			d = ttl
+		}
+		if !end.IsZero() {
+			r := left()
+			if r <= 0 {
+				return false, nil
+			}
+			if d < 0 || r < d {
+				d = r
+			}
+		}
+		if _, err := sub.Wait(ctx, d); err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			if errors.Is(err, pubsub.ErrClosed) {
+				return false, hold.ErrClosed
+			}
+			return false, fmt.Errorf("rlock: %q: waiting: %w", s.Name, err)
+		}
+	}
+}
+
+// try makes one acquire attempt, exactly: a refused call is resent until
+// end (zero: until ctx ends) or the budget, whichever is later, a lost
+// reply is settled, an
+// acquisition that no replica acknowledged is released and tried again (as
+// Redisson), and one that raced the end of ctx is undone. It returns the
+// holder's TTL (-1: none) when another owner holds the lock.
+func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Duration, end time.Time) (ttl time.Duration, ok bool, err error) {
+	t := e.Table
+	h, err := t.Use(ctx, hold.Key{Kind: s.Kind, Name: s.Name, Field: field})
+	if err != nil {
+		return 0, false, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			t.Done(h)
+		}
+	}()
+	leaseMs := ms(e.WatchdogTimeout)
+	if lease > 0 {
+		leaseMs = ms(lease)
+	}
+	// Refused calls are resent, and a lost reply settled, while the wait
+	// lasts (a Lock: until ctx ends), and for at least the budget.
+	deadline := time.Now().Add(e.Budget)
+	if end.IsZero() {
+		deadline = time.Now().Add(100 * 365 * 24 * time.Hour) // bounded by ctx
+	} else if end.After(deadline) {
+		deadline = end
+	}
+	for attempt := 1; ; attempt++ {
+		before := t.Count(h)
+		fence := NewFence(s.Name)
+		call := &Call{Script: s.Acquire, Keys: s.AcquireKeys(fence), Args: s.AcquireArgs(field, leaseMs), Name: s.Name, Field: field}
+		sent := time.Now()
+		out, err := e.Exactly(ctx, deadline, call)
+		if errors.Is(err, ErrUnresolved) && time.Now().Before(deadline) && ctx.Err() == nil {
+			// A waiter keeps settling while its wait lasts.
+			n, serr := e.settle(ctx, deadline, call, ctx.Done())
+			if serr == nil {
+				out, err = Outcome{Fenced: true, Count: n}, nil
+			}
+		}
+		if errors.Is(err, ErrUnresolved) {
+			keep = true
+			e.Later(h, call, func(n int) bool {
+				if n >= 1 && n != before && t.Acquired(h, n, lease, sent) {
+					// It ran, for a caller that has gone: undo it.
+					return e.undo(s, h)
+				}
+				return false
+			})
+			return 0, false, fmt.Errorf("rlock: %q: acquire: %w", s.Name, err)
+		}
+		if err != nil {
+			return 0, false, fmt.Errorf("rlock: %q: acquire: %w", s.Name, err)
+		}
+		var n int
+		if out.Fenced {
+			if out.Count < 1 || out.Count == before {
+				continue // it did not run and now never will: send it again
+			}
+			n = out.Count
+		} else {
+			r, err := out.Reply.Int()
+			switch {
+			case err != nil:
+				return 0, false, fmt.Errorf("rlock: %q: acquire: unexpected reply: %w", s.Name, err)
+			case r < 0:
+				return time.Duration(-2-r) * time.Millisecond, false, nil
+			case r == 0:
+				return 0, false, fmt.Errorf("rlock: %q: acquire: fenced on a fresh fence key", s.Name)
+			}
+			n = int(r)
+		}
+		if !t.Acquired(h, n, lease, sent) {
+			keep = e.undo(s, h)
+			return 0, false, hold.ErrClosed
+		}
+		if !out.Fenced && out.Reply.Unsynced() {
+			// Acquired on the master only: a failover now would lose it.
+			// Release it and try again, as Redisson does.
+			if keep = e.undo(s, h); keep {
+				return 0, false, fmt.Errorf("%w: %q: acquire: releasing the unsynced acquisition: outcome unknown", ErrNoSyncedReplicas, s.Name)
+			}
+			if attempt >= e.X.Sync.Attempts {
+				if out.Reply.SyncErr != nil {
+					return 0, false, fmt.Errorf("%w: %q: acquire: %w", ErrNoSyncedReplicas, s.Name, out.Reply.SyncErr)
+				}
+				return 0, false, fmt.Errorf("%w: %q: acquire: %d replica(s), %d attempt(s)", ErrNoSyncedReplicas, s.Name, out.Reply.Replicas, attempt)
+			}
+			if err := e.X.Sync.Sleep(ctx); err != nil {
+				return 0, false, err
+			}
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			// The caller gave up while the reply was on its way: undo.
+			keep = e.undo(s, h)
+			return 0, false, err
+		}
+		return 0, true, nil
+	}
+}
+
+// undo releases one level for a caller that does not want it (gone, or an
+// unsynced acquisition); the caller holds h's operation slot. It reports
+// whether the slot was handed to background settling (the caller must then
+// not give it back).
+func (e *Engine) undo(s *Spec, h *hold.Hold) (keep bool) {
+	_, err, keep := e.unlockHeld(context.Background(), s, h)
+	if err != nil && !errors.Is(err, ErrNoSyncedReplicas) {
+		e.X.Log.Warn("rlock: releasing an abandoned acquisition failed; it expires with its lease", "lock", s.Name, "err", err)
+	}
+	return keep
+}

@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/goredisson/locks/internal/hold"
+	"github.com/goredisson/locks/internal/names"
+	"github.com/goredisson/locks/pubsub"
+	"github.com/goredisson/locks/scripts"
+)
+
+// FenceTTL is how long a fence key lives. A fence is written only after a
+// lost reply; it must outlive the lost call, which can reach Redis no later
+// than its connection lives (rueidis closes a connection whose replies are
+// overdue after ConnWriteTimeout, 10s by default).
+const FenceTTL = 5 * time.Minute
+
+var fenceTTLms = strconv.FormatInt(FenceTTL.Milliseconds(), 10)
+
+// Engine is the shared machinery of one Client.
+type Engine struct {
+	X        *Executor
+	Table    *hold.Table
+	Hub      *pubsub.Hub
+	ClientID string
+	Publish  string // "PUBLISH" or "SPUBLISH"
+
+	WatchdogTimeout     time.Duration
+	SubscriptionTimeout time.Duration
+	// Budget is how long one call retries a refused script (NotRun) and
+	// tries to settle a lost reply before it gives up (Redisson retries 4
+	// times, each bounded by the command timeout).
+	Budget time.Duration
+
+	closing chan struct{}
+	once    sync.Once
+	bg      sync.WaitGroup
+}
+
+// New returns an Engine; the fields must be set before use.
+func New() *Engine { return &Engine{closing: make(chan struct{})} }
+
+// Close stops background settling and waits for it.
+func (e *Engine) Close() {
+	e.once.Do(func() { close(e.closing) })
+	e.bg.Wait()
+}
+
+// Closed reports whether Close was called.
+func (e *Engine) Closed() bool {
+	select {
+	case <-e.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// NewFence returns a fresh fence key for an operation on name.
+func NewFence(name string) string { return names.Fence(name, appendID) }
+
+// appendID appends 32 lowercase hex characters from 128 random bits.
+func appendID(b []byte) []byte {
+	const hexdigits = "0123456789abcdef"
+	for range 2 {
+		v := rand.Uint64()
+		for range 16 {
+			b = append(b, hexdigits[v&15])
+			v >>= 4
+		}
+	}
+	return b
+}
+
+// Call is one fenced script call: its fence key is the last of Keys.
+type Call struct {
+	Script *scripts.Script
+	Keys   []string
+	Args   []string
+	Name   string // the lock hash whose Field count the fence reads
+	Field  string
+}
+
+func (c *Call) fence() string { return c.Keys[len(c.Keys)-1] }
+
+// Outcome is what became of a fenced call.
+type Outcome struct {
+	// Reply is the script's reply when Redis answered (Fenced false).
+	Reply Reply
+	// Fenced: the reply was lost and the call has been fenced; Count is
+	// the owner's count afterwards, from which the caller learns whether
+	// it ran.
+	Fenced bool
+	Count  int
+}
+
+// Exactly runs a fenced call and returns its outcome exactly: it is
+// resent only when Redis refused it (NotRun), with back-off, while ctx
+// lives and until deadline; a lost reply is settled with the fence script
+// until deadline (whatever ctx), never by resending the call. It returns
+// ErrUnresolved (wrapping the last error) when the outcome is still
+// unknown at deadline: the caller then settles it in the background.
+func (e *Engine) Exactly(ctx context.Context, deadline time.Time, c *Call) (Outcome, error) {
+	var bo Backoff
+	for {
+		r := e.X.Run(ctx, c.Script, c.Keys, c.Args)
+		switch r.Class {
+		case Done:
+			return Outcome{Reply: r}, nil
+		case Failed, Closed:
+			return Outcome{}, r.Err
+		case NotRun:
+			d := bo.Next()
+			if time.Now().Add(d).After(deadline) {
+				return Outcome{}, r.Err
+			}
+			if err := sleep(ctx, d); err != nil {
+				return Outcome{}, err
+			}
+			continue
+		}
+		// Unknown: settle, for the budget whatever ctx.
+		n, err := e.settle(ctx, time.Now().Add(e.Budget), c, nil)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
+		}
+		return Outcome{Fenced: true, Count: n}, nil
+	}
+}
+
+// settle runs the fence script of c until Redis answers, deadline passes
+// or stop is closed (nil: never).
+func (e *Engine) settle(ctx context.Context, deadline time.Time, c *Call, stop <-chan struct{}) (int, error) {
+	var bo Backoff
+	bg := context.WithoutCancel(ctx)
+	for {
+		r := e.X.Run(bg, scripts.Fence, []string{c.Name, c.fence()}, []string{c.Field, fenceTTLms})
+		if r.Class == Done {
+			n, err := r.Int()
+			return int(n), err
+		}
+		if r.Class == Failed || r.Class == Closed {
+			return 0, r.Err
+		}
+		d := bo.Next()
+		if time.Now().Add(d).After(deadline) {
+			return 0, r.Err
+		}
+		select {
+		case <-time.After(d):
+		case <-stop:
+			return 0, r.Err
+		case <-e.closing:
+			return 0, hold.ErrClosed
+		}
+	}
+}
+
+// Later settles c in the background, after a call that returned
+// ErrUnresolved, and then calls then with the owner's count after the
+// fence, unless the engine closes first. The caller hands over its
+// operation slot on h: Later gives it back when done, unless then reports
+// that it handed the slot on again.
+func (e *Engine) Later(h *hold.Hold, c *Call, then func(count int) (keep bool)) {
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		for !e.Closed() {
+			n, err := e.settle(context.Background(), time.Now().Add(e.Budget), c, nil)
+			if err == nil {
+				if then(n) {
+					return
+				}
+				break
+			}
+		}
+		e.Table.Done(h)
+	}()
+}

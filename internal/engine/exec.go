@@ -1,0 +1,299 @@
+// Package engine is what every lock primitive shares: script execution
+// with replica sync and exact outcomes (exec.go), the acquire loop run from
+// a per-primitive spec (acquire.go) and the unlock (release.go), on top of
+// the hold table (internal/hold) and the pub/sub hub (pubsub).
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/goredisson/locks/internal/names"
+	"github.com/goredisson/locks/scripts"
+)
+
+// Errors of the engine; the rlock package exports them.
+var (
+	// ErrTimeout: a command or subscription took longer than the
+	// client's own timeout while the caller's context was still alive.
+	ErrTimeout = errors.New("rlock: timed out")
+	// ErrNoSyncedReplicas: no replica acknowledged a lock write.
+	ErrNoSyncedReplicas = errors.New("rlock: none of the replicas acknowledged the lock write")
+	// ErrUnresolved: the outcome of a script call could not be learnt
+	// within the call's budget (Redis unreachable). The client keeps
+	// settling it in the background, undoing an acquisition the caller no
+	// longer waits for.
+	ErrUnresolved = errors.New("rlock: outcome not known yet")
+)
+
+// Class says what a script call's reply tells about whether it ran.
+type Class uint8
+
+const (
+	// Done: Redis replied (a nil reply included); the script ran.
+	Done Class = iota
+	// NotRun: Redis refused the call before running it (TRYAGAIN, BUSY,
+	// LOADING, CLUSTERDOWN, MASTERDOWN, READONLY, ...), or it was never
+	// sent: sending it again is safe.
+	NotRun
+	// Unknown: the round trip failed after the call may have reached
+	// Redis (connection lost, no reply within the timeout).
+	Unknown
+	// Failed: Redis answered with an error that a retry will not cure
+	// (NOPERM, WRONGTYPE, ...). The script did not complete.
+	Failed
+	// Closed: the rueidis client is closed.
+	Closed
+)
+
+// notRunPrefixes are the error replies with which Redis refuses a command
+// before running any of it. Redisson retries them too.
+var notRunPrefixes = []string{"TRYAGAIN", "BUSY", "LOADING", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "NOREPLICAS", "UNBLOCKED"}
+
+// Classify says what err, from one round trip, tells about whether the
+// command ran. callerCtx is the caller's context; a deadline of the
+// client's own command timeout is reported as ErrTimeout, not as the
+// caller's deadline.
+func Classify(callerCtx context.Context, err error) (Class, error) {
+	if err == nil || rueidis.IsRedisNil(err) {
+		return Done, nil
+	}
+	if re, ok := rueidis.IsRedisErr(err); ok {
+		msg := re.Error()
+		for _, p := range notRunPrefixes {
+			if strings.HasPrefix(msg, p) {
+				return NotRun, err
+			}
+		}
+		return Failed, err
+	}
+	if errors.Is(err, rueidis.ErrClosing) {
+		return Closed, err
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return NotRun, err // no connection: nothing was sent
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		if cerr := callerCtx.Err(); cerr != nil {
+			return Unknown, cerr
+		}
+		return Unknown, fmt.Errorf("%w: no reply within the command timeout", ErrTimeout)
+	}
+	return Unknown, err
+}
+
+// ReplicaSync is Redisson's checkLockSyncedSlaves (contract 6.1): after a
+// lock write, WAIT for the master's replicas on the same connection.
+type ReplicaSync struct {
+	Enabled  bool
+	Timeout  time.Duration
+	Attempts int
+	Delay    time.Duration // attempts are spaced by a random delay in [Delay, 2*Delay]
+}
+
+// Sleep waits the retry delay or until ctx ends.
+func (s *ReplicaSync) Sleep(ctx context.Context) error {
+	d := s.Delay
+	if d > 0 {
+		d += rand.N(d + 1)
+	}
+	return sleep(ctx, d)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Executor runs scripts on the master of their first key, each call
+// bounded by the command timeout whatever the caller's context, with
+// replica sync when enabled.
+type Executor struct {
+	RC      rueidis.Client
+	Cluster bool
+	Timeout time.Duration // the command timeout
+	Sync    ReplicaSync
+	Log     *slog.Logger
+
+	// replicas caches each slot's replica count (index 0 outside a
+	// cluster), as connected_slaves + 1; 0 means unknown.
+	replicas [names.NumSlots]atomic.Int32
+}
+
+// Reply is the outcome of one script call.
+type Reply struct {
+	Res   rueidis.RedisResult
+	Class Class
+	Err   error // the classified error; nil for Done
+
+	// With replica sync: how many replicas acknowledged the write, of
+	// how many; SyncErr when WAIT itself failed.
+	Acked, Replicas int64
+	SyncErr         error
+}
+
+// Unsynced reports whether a write that ran reached none of the replicas
+// (or WAIT failed).
+func (r Reply) Unsynced() bool {
+	return r.Class == Done && (r.SyncErr != nil || (r.Replicas > 0 && r.Acked == 0))
+}
+
+// Int returns the script's integer reply.
+func (r Reply) Int() (int64, error) { return r.Res.AsInt64() }
+
+// cmdCtx returns the context of one call: not ended by the caller's
+// cancellation (a reply on its way must be read) and bounded by the
+// command timeout.
+func (e *Executor) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), e.Timeout)
+}
+
+// Run runs s once (EVALSHA, then EVAL on NOSCRIPT, which proves the first
+// did not run), with WAIT after it when replica sync is on.
+func (e *Executor) Run(ctx context.Context, s *scripts.Script, keys, args []string) Reply {
+	cctx, cancel := e.cmdCtx(ctx)
+	defer cancel()
+	if !e.Sync.Enabled {
+		res := s.Exec(cctx, e.RC, keys, args)
+		class, err := Classify(ctx, res.Error())
+		return Reply{Res: res, Class: class, Err: err}
+	}
+	replicas, err := e.replicaCount(cctx, keys[0])
+	if err != nil {
+		class, cerr := Classify(ctx, err)
+		if class == Unknown || class == Done {
+			class = NotRun // only INFO was sent
+		}
+		return Reply{Res: rueidis.NewErrorResult(err), Class: class, Err: fmt.Errorf("INFO replication: %w", cerr)}
+	}
+	if replicas == 0 {
+		res := s.Exec(cctx, e.RC, keys, args)
+		class, err := Classify(ctx, res.Error())
+		return Reply{Res: res, Class: class, Err: err}
+	}
+	out := e.RC.DoMulti(cctx, s.EvalSHA(e.RC, keys, args), e.wait(replicas))
+	if isNoScript(out[0].Error()) {
+		out = e.RC.DoMulti(cctx, s.Eval(e.RC, keys, args), e.wait(replicas))
+	}
+	class, cerr := Classify(ctx, out[0].Error())
+	r := Reply{Res: out[0], Class: class, Err: cerr, Replicas: replicas}
+	if class == Done {
+		r.Acked, r.SyncErr = e.acked(ctx, keys[0], replicas, out[1])
+	}
+	return r
+}
+
+func (e *Executor) wait(replicas int64) rueidis.Completed {
+	return e.RC.B().Wait().Numreplicas(replicas).Timeout(e.Sync.Timeout.Milliseconds()).Build()
+}
+
+// acked reads a WAIT reply, and forgets the cached replica count when it
+// differs from the acknowledgements.
+func (e *Executor) acked(ctx context.Context, key string, replicas int64, res rueidis.RedisResult) (int64, error) {
+	acked, err := res.AsInt64()
+	if err != nil {
+		_, cerr := Classify(ctx, err)
+		return 0, fmt.Errorf("WAIT: %w", cerr)
+	}
+	if acked != replicas {
+		e.replicas[e.syncSlot(key)].Store(0) // re-read next time
+	}
+	return acked, nil
+}
+
+// Resync waits until the replicas of key's master have everything written
+// before it: it writes the fence-free marker key of name (a harmless write
+// in key's slot) and WAITs after it on the same connection. The
+// replication stream is ordered, so an acknowledgement covers every earlier
+// write, whichever connection made it. It never resends a lock script.
+func (e *Executor) Resync(ctx context.Context, key, marker string) (acked, replicas int64, err error) {
+	return e.ResyncTimeout(ctx, key, marker, e.Sync.Timeout)
+}
+
+// ResyncTimeout is Resync with its own WAIT timeout, bounded by ctx too.
+func (e *Executor) ResyncTimeout(ctx context.Context, key, marker string, timeout time.Duration) (acked, replicas int64, err error) {
+	cctx, cancel := e.cmdCtx(ctx)
+	defer cancel()
+	replicas, err = e.replicaCount(cctx, key)
+	if err != nil || replicas == 0 {
+		return 0, replicas, err
+	}
+	wait := e.RC.B().Wait().Numreplicas(replicas).Timeout(max(1, timeout.Milliseconds())).Build()
+	out := e.RC.DoMulti(cctx, e.RC.B().Set().Key(marker).Value("1").Px(time.Minute).Build(), wait)
+	if err := out[0].Error(); err != nil {
+		_, cerr := Classify(ctx, err)
+		return 0, replicas, cerr
+	}
+	acked, err = e.acked(ctx, key, replicas, out[1])
+	return acked, replicas, err
+}
+
+func (e *Executor) syncSlot(key string) uint16 {
+	if e.Cluster {
+		return names.Slot(key)
+	}
+	return 0
+}
+
+// replicaCount returns the number of replicas connected to the master of
+// key, from INFO replication on that master (cached until a WAIT disagrees).
+func (e *Executor) replicaCount(ctx context.Context, key string) (int64, error) {
+	cache := &e.replicas[e.syncSlot(key)]
+	if n := cache.Load(); n > 0 {
+		return int64(n - 1), nil
+	}
+	// A keyed command routes the keyless INFO to the key's master.
+	out := e.RC.DoMulti(ctx, e.RC.B().Exists().Key(key).Build(), e.RC.B().Info().Section("replication").Build())
+	info, err := out[1].ToString()
+	if err != nil {
+		return 0, err
+	}
+	n := int64(0)
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "connected_slaves:"); ok {
+			n, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	cache.Store(int32(n + 1))
+	return n, nil
+}
+
+func isNoScript(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && re.IsNoScript()
+}
+
+// Backoff is the delay schedule between retries of a call Redis refused
+// (NotRun) or whose outcome is being settled: 10ms doubling to 500ms, with
+// jitter.
+type Backoff struct{ d time.Duration }
+
+// Next returns the next delay.
+func (b *Backoff) Next() time.Duration {
+	if b.d == 0 {
+		b.d = 10 * time.Millisecond
+	} else {
+		b.d = min(2*b.d, 500*time.Millisecond)
+	}
+	return b.d/2 + rand.N(b.d/2+1)
+}

@@ -1,0 +1,54 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/goredisson/locks/internal/hold"
+	"github.com/goredisson/locks/scripts"
+)
+
+// forceLatchTTL is how long a force unlock's latch keeps its result: longer
+// than any resend of the call (the budget) can come.
+var forceLatchTTL = strconv.FormatInt(FenceTTL.Milliseconds(), 10)
+
+// ForceDelete runs a force-unlock script (see scripts/force_unlock.lua):
+// keys(latch) builds its keys around a fresh latch key, args its ARGV
+// without the latch TTL, which is appended. The script keeps its result in
+// the latch, so it is resent, with the same latch, both when Redis refused
+// it and when its reply was lost, until the budget runs out. It reports
+// whether the lock existed.
+func (e *Engine) ForceDelete(ctx context.Context, s *scripts.Script, name string, keys func(latch string) []string, args []string) (bool, error) {
+	if e.Closed() {
+		return false, hold.ErrClosed
+	}
+	k := keys(NewFence(name))
+	a := append(args[:len(args):len(args)], forceLatchTTL)
+	deadline := time.Now().Add(e.Budget)
+	var bo Backoff
+	for {
+		r := e.X.Run(ctx, s, k, a)
+		switch r.Class {
+		case Done:
+			n, err := r.Int()
+			if err != nil {
+				return false, fmt.Errorf("rlock: %q: force unlock: unexpected reply: %w", name, err)
+			}
+			if r.Unsynced() {
+				return n == 1, e.resync(ctx, name, r)
+			}
+			return n == 1, nil
+		case Failed, Closed:
+			return false, fmt.Errorf("rlock: %q: force unlock: %w", name, r.Err)
+		}
+		d := bo.Next()
+		if time.Now().Add(d).After(deadline) {
+			return false, fmt.Errorf("rlock: %q: force unlock: %w", name, r.Err)
+		}
+		if err := sleep(ctx, d); err != nil {
+			return false, err
+		}
+	}
+}

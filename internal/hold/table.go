@@ -1,0 +1,406 @@
+// Package hold keeps the one record per (lock, owner) of a Client: the
+// owner's reentrancy count as Redis last reported it, the lease kind and
+// value, when the hold began and was last renewed, the renewal state, and
+// the HoldContexts watching it. Nothing else in the library keeps a fact
+// about a hold: the watchdog renews from this table, unlock paths read the
+// lease to restore from it, and every way a hold ends (unlock, lease
+// expiry, loss found by the watchdog, a force unlock, Close) ends here, in
+// End, which cancels the HoldContexts with the cause.
+//
+// A record also serialises the operations on its hold: one script call (and
+// the settling of its outcome) at a time per (lock, owner) per Client, so
+// that an unknown outcome can be settled by comparing counts even when
+// several goroutines share one owner id.
+//
+// Callbacks (HoldContext cancellations and the end handler) never run with
+// the table's mutex held nor on the caller's goroutine: they are queued to
+// one notifier goroutine, so a slow handler delays other handlers but never
+// a renewal, and a handler may call anything, Close included.
+package hold
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Errors that end a hold; the rlock package exports them.
+var (
+	// ErrUnlocked: the owner's last unlock released the hold.
+	ErrUnlocked = errors.New("rlock: lock released by its owner")
+	// ErrLockLost: the hold ended without the owner's unlock.
+	ErrLockLost = errors.New("rlock: lock lost")
+	// ErrLeaseExpired: a hold with a fixed lease reached its end.
+	ErrLeaseExpired = errors.New("rlock: lease expired")
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("rlock: client closed")
+)
+
+// Kind tells apart the lock kinds whose holds need different renewal
+// scripts (the plain lock, and later the read lock).
+type Kind uint8
+
+// Key names one owner's hold on one lock.
+type Key struct {
+	Kind  Kind
+	Name  string // the lock key
+	Field string // the owner field, "<clientId>:<ownerId>"
+}
+
+// Hold is the record of one owner's hold. Its fields are read and written
+// only through Table methods, under the table's mutex.
+type Hold struct {
+	key Key
+	op  chan struct{} // a one-slot semaphore: one operation at a time
+
+	users int    // operations between Use and Done
+	gen   uint64 // incremented each time a new hold begins (count 0 -> 1)
+
+	count    int           // the reentrancy count as Redis last reported it; 0: not held
+	watchdog int           // acquisitions in watchdog mode not yet matched by an unlock
+	lease    time.Duration // the last explicit lease; 0: the watchdog timeout
+	since    time.Time     // when the current hold began
+	set      time.Time     // when the TTL was last set (send time of the script)
+	timer    *time.Timer   // the end of a fixed lease, when not renewed
+
+	releasing int    // unlocks in flight: a renewal that finds the field gone is their doing
+	inflight  *Round // the renewal round that includes this hold, if any
+
+	watchers map[uint64]context.CancelCauseFunc
+}
+
+// Key returns the hold's key.
+func (h *Hold) Key() Key { return h.key }
+
+// Table is the hold table of one Client. It is safe for concurrent use.
+type Table struct {
+	timeout time.Duration // the watchdog timeout
+	onEnd   func(Key, error)
+
+	mu     sync.Mutex
+	m      map[Key]*Hold
+	closed bool
+	nextID uint64
+
+	n notifier
+}
+
+// New returns a Table for holds whose watchdog lease is timeout. onEnd, if
+// not nil, is called (on the notifier goroutine) for every hold that ends
+// in a way other than its owner's unlock or Close.
+func New(timeout time.Duration, onEnd func(Key, error)) *Table {
+	t := &Table{timeout: timeout, onEnd: onEnd, m: make(map[Key]*Hold)}
+	t.n.init()
+	return t
+}
+
+// Use returns the record of k, created if needed, and takes its operation
+// slot, waiting for another operation on the same hold to finish (or ctx to
+// end). Every successful Use must be followed by one Done.
+func (t *Table) Use(ctx context.Context, k Key) (*Hold, error) {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil, ErrClosed
+	}
+	h := t.m[k]
+	if h == nil {
+		h = &Hold{key: k, op: make(chan struct{}, 1)}
+		t.m[k] = h
+	}
+	h.users++
+	t.mu.Unlock()
+	select {
+	case h.op <- struct{}{}:
+		return h, nil
+	default:
+	}
+	select {
+	case h.op <- struct{}{}:
+		return h, nil
+	case <-ctx.Done():
+		t.mu.Lock()
+		h.users--
+		t.forget(h)
+		t.mu.Unlock()
+		return nil, ctx.Err()
+	}
+}
+
+// Done gives back the operation slot taken by Use.
+func (t *Table) Done(h *Hold) {
+	<-h.op
+	t.mu.Lock()
+	h.users--
+	t.forget(h)
+	t.mu.Unlock()
+}
+
+// forget drops an unused record; t.mu is held.
+func (t *Table) forget(h *Hold) {
+	if h.users == 0 && h.count == 0 && len(h.watchers) == 0 && t.m[h.key] == h {
+		delete(t.m, h.key)
+	}
+}
+
+// Count returns the hold's count as last reported by Redis (0: not held).
+// The caller holds the operation slot.
+func (t *Table) Count(h *Hold) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return h.count
+}
+
+// Lease returns the lease a partial unlock restores: the hold's last
+// explicit lease, or the watchdog timeout.
+func (t *Table) Lease(h *Hold) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h.lease > 0 {
+		return h.lease
+	}
+	return t.timeout
+}
+
+// Acquired records an acquisition whose script was sent at sent and that
+// left count in Redis. lease > 0 is a fixed lease; lease <= 0 a watchdog
+// lease, renewed from now on. It returns false when the table is closed (the
+// caller then undoes the acquisition).
+func (t *Table) Acquired(h *Hold, count int, lease time.Duration, sent time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	if h.count == 0 || count == 1 {
+		// A new hold (a previous one, if any, ended unnoticed: its
+		// record is stale and starts again).
+		t.endLocked(h, ErrLockLost, true)
+		h.gen++
+		h.since = sent
+		h.watchdog = 0
+		h.lease = 0
+	}
+	h.count = count
+	h.set = sent
+	if lease > 0 {
+		h.lease = lease
+	} else {
+		h.watchdog++
+	}
+	t.armLocked(h)
+	return true
+}
+
+// Released records an unlock sent at sent that left count in Redis (0: the
+// lock was deleted). A partial unlock resets the TTL to the hold's lease.
+func (t *Table) Released(h *Hold, count int, sent time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h.watchdog > 0 {
+		h.watchdog-- // every unlock removes one watchdog count, as Redisson
+	}
+	if count <= 0 {
+		t.endLocked(h, ErrUnlocked, false)
+		return
+	}
+	h.count = count
+	h.set = sent
+	t.armLocked(h)
+}
+
+// Abandon stops renewing h and ends its HoldContexts now with cause (which
+// the end handler hears of too), but keeps its count: Redis may still hold
+// it until its lease runs out, when the record ends. It serves an unlock
+// whose outcome is unknown (Redisson cancels renewal whatever the unlock's
+// result), a hold past the watchdog's maximum, and renewals that failed
+// until the lease could run out.
+func (t *Table) Abandon(h *Hold, cause error) {
+	t.mu.Lock()
+	r := h.inflight
+	t.abandonLocked(h, cause)
+	t.mu.Unlock()
+	r.wait()
+}
+
+func (t *Table) abandonLocked(h *Hold, cause error) {
+	if h.count == 0 {
+		return
+	}
+	h.watchdog = 0
+	h.inflight = nil
+	t.armLocked(h)
+	t.fireLocked(h, cause, true)
+}
+
+// armLocked (re)starts the lease timer of a hold not renewed by the
+// watchdog; t.mu is held.
+func (t *Table) armLocked(h *Hold) {
+	if h.timer != nil {
+		h.timer.Stop()
+		h.timer = nil
+	}
+	if h.count == 0 || h.watchdog > 0 {
+		return
+	}
+	lease := h.lease
+	if lease <= 0 {
+		lease = t.timeout
+	}
+	gen, set := h.gen, h.set
+	h.timer = time.AfterFunc(time.Until(set.Add(lease)), func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if h.gen == gen && h.set.Equal(set) && h.count > 0 && h.watchdog == 0 {
+			t.endLocked(h, ErrLeaseExpired, true)
+			t.forget(h)
+		}
+	})
+}
+
+// End ends h with cause: its HoldContexts are cancelled, its renewal stops
+// (after any round in flight that includes it has finished, so that no
+// renewal is sent for it once End returns) and the end handler learns of it.
+func (t *Table) End(h *Hold, cause error) {
+	t.mu.Lock()
+	r := h.inflight
+	t.endLocked(h, cause, true)
+	t.mu.Unlock()
+	r.wait()
+}
+
+// EndName ends every hold of this client on the lock name (all kinds), as
+// a force unlock does, and waits for rounds in flight that include them.
+func (t *Table) EndName(name string, cause error) {
+	var rounds []*Round
+	t.mu.Lock()
+	for k, h := range t.m {
+		if k.Name == name && h.count > 0 {
+			rounds = append(rounds, h.inflight)
+			t.endLocked(h, cause, true)
+			t.forget(h)
+		}
+	}
+	t.mu.Unlock()
+	for _, r := range rounds {
+		r.wait()
+	}
+}
+
+// endLocked ends the current hold of h, if any; t.mu is held. report says
+// whether the end handler hears of it (not for unlocks and Close).
+func (t *Table) endLocked(h *Hold, cause error, report bool) {
+	if h.timer != nil {
+		h.timer.Stop()
+		h.timer = nil
+	}
+	had := h.count > 0
+	h.count, h.watchdog, h.lease, h.releasing = 0, 0, 0, 0
+	h.inflight = nil
+	t.fireLocked(h, cause, had && report)
+}
+
+// fireLocked cancels h's HoldContexts with cause and, if report, tells the
+// end handler; both on the notifier goroutine. t.mu is held.
+func (t *Table) fireLocked(h *Hold, cause error, report bool) {
+	ws := h.watchers
+	h.watchers = nil
+	if len(ws) > 0 {
+		t.n.post(func() {
+			for _, cancel := range ws {
+				cancel(cause)
+			}
+		})
+	}
+	if report && t.onEnd != nil && !errors.Is(cause, ErrUnlocked) && !errors.Is(cause, ErrClosed) {
+		k := h.key
+		t.n.post(func() { t.onEnd(k, cause) })
+	}
+}
+
+// BeginRelease marks an unlock of h in flight: until EndRelease, a renewal
+// that finds the field gone sees the unlock's work, not a lost lock.
+func (t *Table) BeginRelease(h *Hold) {
+	t.mu.Lock()
+	h.releasing++
+	t.mu.Unlock()
+}
+
+// EndRelease ends a BeginRelease.
+func (t *Table) EndRelease(h *Hold) {
+	t.mu.Lock()
+	if h.releasing > 0 {
+		h.releasing--
+	}
+	t.mu.Unlock()
+}
+
+// Watch registers a HoldContext's cancel function on k's hold, if this
+// client holds it (count > 0). It returns an id for Unwatch.
+func (t *Table) Watch(k Key, cancel context.CancelCauseFunc) (uint64, bool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, false, ErrClosed
+	}
+	h := t.m[k]
+	if h == nil || h.count == 0 {
+		return 0, false, nil
+	}
+	if h.watchers == nil {
+		h.watchers = make(map[uint64]context.CancelCauseFunc)
+	}
+	t.nextID++
+	h.watchers[t.nextID] = cancel
+	return t.nextID, true, nil
+}
+
+// Unwatch removes a registration made by Watch.
+func (t *Table) Unwatch(k Key, id uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h := t.m[k]; h != nil {
+		delete(h.watchers, id)
+		t.forget(h)
+	}
+}
+
+// Held returns the count this client's record shows for k (0 if none).
+func (t *Table) Held(k Key) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h := t.m[k]; h != nil {
+		return h.count
+	}
+	return 0
+}
+
+// Stats returns the number of records and of holds renewed by the watchdog.
+func (t *Table) Stats() (records, renewing int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, h := range t.m {
+		if h.count > 0 && h.watchdog > 0 {
+			renewing++
+		}
+	}
+	return len(t.m), renewing
+}
+
+// Close ends every hold with ErrClosed (without reporting them to the end
+// handler), refuses further use, and stops the notifier once it has run
+// what was queued. It does not wait for the notifier when called from it.
+func (t *Table) Close() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed = true
+	for _, h := range t.m {
+		t.endLocked(h, ErrClosed, false)
+	}
+	t.mu.Unlock()
+	t.n.close()
+}

@@ -1,0 +1,96 @@
+// Package names builds the Redis keys and channels of Redisson's lock
+// family from an object's raw name (contract 0.2), and computes cluster
+// hash slots. It is the one CRC16 of the project: the test harness uses it
+// too.
+package names
+
+import (
+	"strings"
+	"unsafe"
+)
+
+// NumSlots is the number of hash slots in a Redis Cluster.
+const NumSlots = 16384
+
+// Prefixes of the keys and channels of Redisson's RLock (contract 1.1), and
+// of this library's own fence keys (Java never reads them).
+const (
+	LockChannelPrefix = "redisson_lock__channel"
+	FencePrefix       = "goredisson_fence"
+)
+
+// Prefix is Redisson's prefixName: "<prefix>:<name>" when name contains "{"
+// anywhere (the user's hash tag, valid or not, decides the slot), otherwise
+// "<prefix>:{<name>}".
+func Prefix(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// Suffix is Redisson's suffixName: "<name>:<suffix>" when name contains "{",
+// otherwise "{<name>}:<suffix>".
+func Suffix(name, suffix string) string {
+	if strings.Contains(name, "{") {
+		return name + ":" + suffix
+	}
+	return "{" + name + "}:" + suffix
+}
+
+// LockChannel returns the pub/sub channel of the RLock called name.
+func LockChannel(name string) string { return Prefix(LockChannelPrefix, name) }
+
+// Fence returns the fence key of one operation on the object called name:
+// "goredisson_fence:{<name>}:<id>" (Prefix rules), in name's slot. id is
+// appended by appendID, so the key is built in one allocation.
+func Fence(name string, appendID func([]byte) []byte) string {
+	b := make([]byte, 0, len(FencePrefix)+len(name)+40)
+	b = append(b, FencePrefix...)
+	if strings.Contains(name, "{") {
+		b = append(b, ':')
+		b = append(b, name...)
+	} else {
+		b = append(b, ":{"...)
+		b = append(b, name...)
+		b = append(b, '}')
+	}
+	b = append(b, ':')
+	b = appendID(b)
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// Slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the
+// key, or of its hash tag (the text between the first "{" and the next "}",
+// when that is not empty), modulo 16384, as CLUSTER KEYSLOT computes it.
+func Slot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	return crc16(key) % NumSlots
+}
+
+var crcTable = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
+
+func crc16(s string) uint16 {
+	var c uint16
+	for i := 0; i < len(s); i++ {
+		c = c<<8 ^ crcTable[byte(c>>8)^s[i]]
+	}
+	return c
+}
