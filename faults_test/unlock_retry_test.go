@@ -16,15 +16,23 @@ import (
 
 	"github.com/goredisson/locks/internal/redistest"
 	"github.com/goredisson/locks/rlock"
+	"github.com/goredisson/locks/scripts"
 )
 
-// isUnlockScript matches the unlock script call: EVALSHA/EVAL whose keys
-// include an unlock latch.
+// isUnlockScript matches the unlock script call: EVALSHA/EVAL with the
+// lock channel and a fence key among its keys.
 func isUnlockScript(args []string) bool {
 	if len(args) == 0 || (!strings.EqualFold(args[0], "EVALSHA") && !strings.EqualFold(args[0], "EVAL")) {
 		return false
 	}
-	return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "redisson_unlock_latch:") })
+	return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "goredisson_fence:") }) &&
+		slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "redisson_lock__channel:") })
+}
+
+// isFenceScript matches the fence script call: two keys, the second a
+// fence key, and no channel.
+func isFenceScript(args []string) bool {
+	return len(args) >= 5 && strings.EqualFold(args[0], "EVALSHA") && args[2] == "2" && strings.HasPrefix(args[4], "goredisson_fence:")
 }
 
 var evalshaCalls = regexp.MustCompile(`cmdstat_evalsha:calls=(\d+)`)
@@ -42,10 +50,9 @@ func evalshaCount(t *testing.T, srv *redistest.Server) int {
 }
 
 // The connection dies after Redis ran the unlock script but before its
-// reply reached the client. Unlock retries with the same request id; the
-// latch makes the retry return what the first run did instead of releasing
-// again (or reporting ErrNotHeld): a count of 2 becomes 1, not 0, and a
-// full release publishes exactly one unlock message.
+// reply reached the client. Unlock does not send it again: the fence script
+// settles it (it ran: the count went down by one), so a count of 2 becomes
+// 1, not 0, and a full release publishes exactly one unlock message.
 func TestUnlockRetriedAfterLostReply(t *testing.T) {
 	srv := standaloneLocal(t)
 	ctx := context.Background()
@@ -100,20 +107,20 @@ func TestUnlockRetriedAfterLostReply(t *testing.T) {
 		require.NoError(t, ev.Err)
 		assert.True(t, bytes.HasSuffix(ev.Discarded, []byte(wantReply)),
 			"the server's dropped reply %q does not end with %q", ev.Discarded, wantReply)
-		assert.GreaterOrEqual(t, evalshaCount(t, srv)-calls, 2, "the unlock was not sent again")
+		assert.GreaterOrEqual(t, evalshaCount(t, srv)-calls, 2, "the outcome was not settled with the fence script")
 		t.Logf("unlock with a lost reply (server replied %q) returned nil after %v", bytes.TrimSpace(ev.Discarded), took)
 	}
 
-	// Partial release: the first run took 2 to 1 and replied 0.
-	cutUnlock(":0\r\n")
+	// Partial release: the first run took 2 to 1 and replied 1.
+	cutUnlock(":1\r\n")
 	n, err := l.HoldCount(owner)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "the retried unlock released twice")
 	require.NoError(t, hold.Err(), "the hold ended after a partial unlock")
 
-	// Full release: the first run deleted the lock and published; the
-	// retry returns 1 without publishing again.
-	cutUnlock(":1\r\n")
+	// Full release: the first run deleted the lock, published and replied
+	// 0; settling it publishes nothing.
+	cutUnlock(":0\r\n")
 	locked, err := l.IsLocked(ctx)
 	require.NoError(t, err)
 	assert.False(t, locked)
@@ -138,11 +145,11 @@ func TestUnlockRetriedAfterLostReply(t *testing.T) {
 // lost: its HoldContext's cause is ErrUnlocked and the lost handler is not
 // called (LostEvent is "a hold that ended without its owner's Unlock").
 //
-// Here the unlock's first run releases the lock in Redis but its reply is
-// lost three times in a row, so the Unlock retries for about 300ms (50,
-// 100, 150ms back-off) before the latch gives it the first run's result.
-// Meanwhile the watchdog (period 50ms) still renews the hold, finds the
-// field gone and reports the hold lost, although its owner released it.
+// Here the unlock's run releases the lock in Redis but its reply is lost,
+// and so is the reply of the first fence call that settles it, so the
+// Unlock takes a back-off or two before it learns the outcome. Meanwhile
+// the watchdog (period 50ms) still renews the hold, finds the field gone
+// and must not report the hold lost, since its owner released it.
 // The same race happens without any fault when a renewal round reaches
 // Redis just after an ordinary unlock and its result is processed before
 // Unlock reaches watchdog.Remove (the stress checker sees it a few times
@@ -161,24 +168,26 @@ func TestUnlockRetryIsNotReportedLost(t *testing.T) {
 	require.NoError(t, warm.LockLease(owner, time.Minute))
 	require.NoError(t, warm.Unlock(owner))
 
+	do(t, srv, "SCRIPT", "LOAD", scripts.Fence.Text()) // so that the fence's first EVALSHA runs
+
 	l := c.Lock("unlock-vs-watchdog")
 	require.NoError(t, l.Lock(owner))
 	hold, err := l.HoldContext(owner)
 	require.NoError(t, err)
 
-	const drops = 3
+	const drops = 2
 	dropped := make(chan []byte, drops)
 	go func() {
-		for range drops {
-			ev := <-proxy.DropReply(isUnlockScript)
-			dropped <- ev.Discarded
-		}
+		ev := <-proxy.DropReply(isUnlockScript)
+		dropped <- ev.Discarded
+		ev = <-proxy.DropReply(isFenceScript)
+		dropped <- ev.Discarded
 	}()
 	require.NoError(t, l.Unlock(owner))
 	for i := range drops {
 		select {
 		case reply := <-dropped:
-			require.True(t, bytes.HasSuffix(reply, []byte(":1\r\n")), "drop %d: %q", i, reply)
+			require.True(t, bytes.HasSuffix(reply, []byte(":0\r\n")), "drop %d: %q", i, reply)
 		case <-time.After(5 * time.Second):
 			t.Fatalf("only %d unlock replies were dropped", i)
 		}

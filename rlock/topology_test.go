@@ -253,6 +253,43 @@ func TestSentinel(t *testing.T) {
 		require.NoError(t, l.Unlock(me))
 	})
 
+	// Defect 1 of the core-faults review: an unlock that no replica
+	// acknowledged was run again, releasing a second level.
+	t.Run("an unsynced unlock is never run twice", func(t *testing.T) {
+		c := topoClient(t, newRC(t), rlock.WithReplicaSync(200*time.Millisecond, 3, 10*time.Millisecond))
+		other := topoClient(t, newRC(t))
+		me := rlock.WithOwner(ctx, 1)
+		l := c.Lock("unsynced-unlock")
+		require.NoError(t, l.Lock(me))
+		require.NoError(t, l.Lock(me))
+		master, err := g.Master(ctx)
+		require.NoError(t, err)
+		var replica *redistest.Server
+		for _, s := range g.DataNodes() {
+			if s.Addr != master.Addr {
+				replica = s
+			}
+		}
+		require.NotNil(t, replica)
+		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGSTOP))
+		stopped := true
+		defer func() {
+			if stopped {
+				_ = syscall.Kill(replica.Pid(), syscall.SIGCONT)
+			}
+		}()
+		require.ErrorIs(t, l.Unlock(me), rlock.ErrNoSyncedReplicas, "the unlock ran on the master only")
+		n, err := l.HoldCount(me)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "one Unlock of a count-2 hold released more than one level")
+		ok, err := other.Lock("unsynced-unlock").TryLock(ctx, 0, 0)
+		require.NoError(t, err)
+		assert.False(t, ok, "another owner got in")
+		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGCONT))
+		stopped = false
+		require.NoError(t, l.Unlock(me))
+	})
+
 	t.Run("failover while held and waited on", func(t *testing.T) {
 		c := topoClient(t, newRC(t), rlock.WithWatchdogTimeout(2*time.Second))
 		wc := topoClient(t, newRC(t))
