@@ -27,13 +27,14 @@ import (
 //     NOSCRIPT);
 //   - +exists +hexists +hincrby +pexpire +pttl +get +set +del +publish: the
 //     commands the scripts call (Redis checks them against the caller's
-//     ACL), DEL also for the unlock latch; EXISTS, HEXISTS and PTTL also
+//     ACL; GET and SET serve the force unlock's latch and the fence key
+//     that settles a lost reply); EXISTS, HEXISTS and PTTL also
 //     serve IsLocked, IsHeld/HoldContext and RemainTTL;
 //   - +hget (HoldCount), +hgetall +pubsub|numsub (Inspect);
 //   - +subscribe +unsubscribe: waiting for unlock messages;
 //   - +ping: rueidis' health check of idle connections;
 //   - ~*: lock names are arbitrary keys, next to the derived
-//     redisson_unlock_latch:{…}:… keys;
+//     goredisson_fence:{…}:… keys;
 //   - resetchannels &redisson_lock__channel:*: only the lock channels.
 const lockerACL = "resetchannels &redisson_lock__channel:* ~* -@all " +
 	"+evalsha +eval +exists +hexists +hincrby +pexpire +pttl +get +set +del +publish " +

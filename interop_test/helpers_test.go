@@ -476,8 +476,9 @@ func (s *spyClient) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []ru
 }
 
 // ranUnlockScript reports whether cmd ran the unlock script: an EVAL or
-// EVALSHA whose third key is an unlock latch, not answered NOSCRIPT (an
-// EVALSHA the server did not know, which the client follows with EVAL).
+// EVALSHA whose second key is the lock channel and third a fence key, not
+// answered NOSCRIPT (an EVALSHA the server did not know, which the client
+// follows with EVAL).
 func ranUnlockScript(cmd []string, res rueidis.RedisResult) bool {
 	if len(cmd) < 6 || (!strings.EqualFold(cmd[0], "EVALSHA") && !strings.EqualFold(cmd[0], "EVAL")) {
 		return false
@@ -485,5 +486,5 @@ func ranUnlockScript(cmd []string, res rueidis.RedisResult) bool {
 	if e, ok := rueidis.IsRedisErr(res.Error()); ok && strings.HasPrefix(e.Error(), "NOSCRIPT") {
 		return false
 	}
-	return cmd[2] == "3" && strings.HasPrefix(cmd[5], "redisson_unlock_latch:")
+	return cmd[2] == "3" && strings.HasPrefix(cmd[4], "redisson_lock__channel:") && strings.HasPrefix(cmd[5], "goredisson_fence:")
 }

@@ -18,8 +18,11 @@
 // The lock is a Redis hash named after the lock, with one field
 // "<clientId>:<ownerId>" counting the owner's nested acquisitions, and a TTL
 // (the lease). Unlocks publish "0" on "redisson_lock__channel:{<name>}"
-// (PUBLISH, or SPUBLISH on a Redis 7 cluster, as Redisson chooses), and are
-// made retry-safe by Redisson's unlock latch key. Waiters share one
+// (PUBLISH, or SPUBLISH on a Redis 7 cluster, as Redisson chooses). Every
+// script call has an exact outcome: a call Redis refused is retried, and a
+// lost reply is settled with a Go-only fence key instead of being resent,
+// so one Lock is one level and one Unlock one release, whatever the
+// network does. Waiters share one
 // subscription per lock name per Client, and every wait is bounded by the
 // holder's TTL, so a lost message costs latency, never a deadlock.
 //
@@ -33,8 +36,8 @@
 // the field's offset is measured at start-up against the id runtime.Stack
 // prints, and if it cannot be found the library parses runtime.Stack
 // instead, about 3µs). The trade-off: a goroutine-owned lock must be
-// unlocked by the goroutine that locked it, and goroutine ids are reused
-// only after a goroutine ends. Code that locks in one goroutine and unlocks in another, or
+// unlocked by the goroutine that locked it (goroutine ids are never
+// reused within a process). Code that locks in one goroutine and unlocks in another, or
 // hands work to helper goroutines, names the owner explicitly with
 // WithOwner(ctx, id): any int64, like the threadId of Redisson's async
 // methods. Owners are scoped by Client: two Clients never share an owner.

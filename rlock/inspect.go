@@ -29,8 +29,10 @@ type Info struct {
 	Subscribers int64
 }
 
-// Inspect reads the lock's hash, TTL and channel subscribers in one round
-// trip. It works for locks held by any client, Go or Java.
+// Inspect reads the lock's hash, TTL and channel subscribers in two round
+// trips (the hash and TTL pipelined, then the keyless subscriber count,
+// which a cluster client may send to another node). It works for locks
+// held by any client, Go or Java.
 func (l *Lock) Inspect(ctx context.Context) (Info, error) {
 	if l.err != nil {
 		return Info{}, l.err
