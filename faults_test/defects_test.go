@@ -209,3 +209,31 @@ func TestDefect12ForeignForceUnlockEndsHoldContext(t *testing.T) {
 	assert.ErrorIs(t, context.Cause(hctx), rlock.ErrLockLost)
 	assert.Zero(t, a.Stats().Renewing)
 }
+
+// Found in review: Close racing a lost handler that calls Close must not
+// deadlock (the second Close returns at once).
+func TestCloseRacingCloseInLostHandler(t *testing.T) {
+	srv := standaloneLocal(t)
+	ctx := context.Background()
+	entered := make(chan struct{})
+	handlerDone := make(chan struct{})
+	var c *rlock.Client
+	c = direct(t, srv, rlock.WithWatchdogTimeout(300*time.Millisecond), rlock.WithLostHandler(func(rlock.LostEvent) {
+		close(entered)
+		time.Sleep(100 * time.Millisecond) // let the test's Close start waiting for this handler
+		assert.NoError(t, c.Close())
+		close(handlerDone)
+	}))
+	require.NoError(t, c.Lock("close-race").Lock(rlock.WithOwner(ctx, 1)))
+	do(t, srv, "DEL", "close-race")
+	<-entered
+	closed := make(chan struct{})
+	go func() { assert.NoError(t, c.Close()); close(closed) }()
+	for _, ch := range []chan struct{}{handlerDone, closed} {
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Close deadlocked with a Close in the lost handler")
+		}
+	}
+}

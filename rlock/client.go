@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -205,8 +204,7 @@ type Client struct {
 	watchdogMs string
 	fields     [256]atomic.Pointer[ownerField]
 
-	closed    atomic.Bool
-	closeOnce sync.Once
+	closed atomic.Bool
 }
 
 // kindLock is the plain lock's kind in the hold table.
@@ -311,13 +309,15 @@ func (c *Client) PubSubSharded() bool { return c.eng.Publish == "SPUBLISH" }
 // renewal round in flight, and may be called from anywhere, a lost handler
 // included.
 func (c *Client) Close() error {
-	c.closeOnce.Do(func() {
-		c.closed.Store(true)
-		c.wd.Close()
-		c.eng.Close()
-		c.hub.Close()
-		c.table.Close()
-	})
+	// A second Close (a lost handler's, while another goroutine's Close
+	// waits for that handler) returns at once instead of waiting.
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	c.wd.Close()
+	c.eng.Close()
+	c.hub.Close()
+	c.table.Close()
 	return nil
 }
 

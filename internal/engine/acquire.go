@@ -212,6 +212,10 @@ func (e *Engine) undo(s *Spec, h *hold.Hold) (keep bool) {
 	_, err, keep := e.unlockHeld(context.Background(), s, h)
 	if err != nil && !errors.Is(err, ErrNoSyncedReplicas) {
 		e.X.Log.Warn("rlock: releasing an abandoned acquisition failed; it expires with its lease", "lock", s.Name, "err", err)
+		if !keep {
+			// Nobody will unlock it: stop renewing, let the lease end it.
+			e.Table.Abandon(h, fmt.Errorf("%w: %q: releasing an abandoned acquisition failed: %w", hold.ErrLockLost, s.Name, err))
+		}
 	}
 	return keep
 }

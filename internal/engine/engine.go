@@ -170,6 +170,7 @@ func (e *Engine) Later(h *hold.Hold, c *Call, then func(count int) (keep bool)) 
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
+		var bo Backoff
 		for !e.Closed() {
 			n, err := e.settle(context.Background(), time.Now().Add(e.Budget), c, nil)
 			if err == nil {
@@ -177,6 +178,10 @@ func (e *Engine) Later(h *hold.Hold, c *Call, then func(count int) (keep bool)) 
 					return
 				}
 				break
+			}
+			select { // a permanent error must not spin
+			case <-time.After(bo.Next()):
+			case <-e.closing:
 			}
 		}
 		e.Table.Done(h)

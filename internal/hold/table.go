@@ -202,7 +202,13 @@ func (t *Table) Released(h *Hold, count int, sent time.Time) {
 		h.watchdog-- // every unlock removes one watchdog count, as Redisson
 	}
 	if count <= 0 {
+		// No renewal may follow the last unlock: wait for a round in
+		// flight that includes the hold.
+		r := h.inflight
 		t.endLocked(h, ErrUnlocked, false)
+		t.mu.Unlock()
+		r.wait()
+		t.mu.Lock()
 		return
 	}
 	h.count = count
