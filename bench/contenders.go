@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,7 +70,7 @@ var Watchdogs = map[string]bool{"rlock": true, "rueidislock": true}
 // Settings describes, per contender, the settings the benchmark uses.
 var Settings = map[string]string{
 	"rlock":       "rueidis v1.0.79 client with defaults; rlock defaults (watchdog 30s; 3s in S3)",
-	"limit":       "scripts.Acquire/scripts.Unlock Exec straight on a default rueidis v1.0.79 client; a fresh latch key per unlock; S2 waits on one bare rueidis Receive per lock name (no hub)",
+	"limit":       "scripts.Acquire/scripts.Unlock Exec straight on a default rueidis v1.0.79 client; one fence key per handle, never written (no fault settling); S2 waits on one bare rueidis Receive per lock name (no hub)",
 	"bsm":         "bsm/redislock " + bsmVersion + " on go-redis v9.23.0 defaults (pool 10×GOMAXPROCS); TTL 30s; waits with LinearBackoff(16ms): the shortest interval its docs recommend",
 	"redsync":     "redsync/v4 " + redsyncVersion + ", one goredis/v9 pool on go-redis v9.23.0 defaults; NewMutex defaults (expiry 8s, 32 tries, retry delay rand[50ms,250ms)); ErrFailed retried",
 	"rueidislock": "rueidislock (rueidis v1.0.79): KeyMajority 1, NoLoopTracking (Redis ≥ 7.0.5, as its README advises), client-side caching on; KeyValidity 5s default (3s in S3, extends every validity/2)",
@@ -202,15 +203,17 @@ func (c *limitC) NewMutex(name string, owner int64) Mutex {
 	}
 	field := c.id + ":" + strconv.FormatInt(owner, 10)
 	ch := rlock.ChannelName(name)
-	latchPrefix := rlock.LatchName(name, "")
+	fence := "goredisson_fence:{" + name + "}:bench" + strconv.FormatInt(owner, 16)
+	if strings.Contains(name, "{") {
+		fence = "goredisson_fence:" + name + ":bench" + strconv.FormatInt(owner, 16)
+	}
 	return &limitM{
 		c:       c,
 		channel: ch,
-		keys:    []string{name},
+		keys:    []string{name, fence},
 		acqArgs: []string{leaseMs, field},
-		ukeys:   []string{name, ch, ""},
-		uargs:   []string{"0", leaseMs, field, "PUBLISH", "60000"},
-		latch:   append([]byte(latchPrefix), fmt.Sprintf("%016x", owner)...),
+		ukeys:   []string{name, ch, fence},
+		uargs:   []string{"0", leaseMs, field, "PUBLISH"},
 	}
 }
 
@@ -261,17 +264,18 @@ type limitM struct {
 	acqArgs []string
 	ukeys   []string
 	uargs   []string
-	latch   []byte // latch key prefix with this handle's owner; a counter follows
-	seq     uint64
 	timer   *time.Timer
 }
 
 func (m *limitM) try(ctx context.Context) (int64, bool, error) {
-	ttl, err := scripts.Acquire.Exec(ctx, m.c.rc, m.keys, m.acqArgs).AsInt64()
-	if rueidis.IsRedisNil(err) {
+	r, err := scripts.Acquire.Exec(ctx, m.c.rc, m.keys, m.acqArgs).AsInt64()
+	if err != nil {
+		return 0, false, err
+	}
+	if r > 0 {
 		return 0, true, nil
 	}
-	return ttl, false, err
+	return -2 - r, false, nil
 }
 
 func (m *limitM) Lock(ctx context.Context) error {
@@ -308,10 +312,8 @@ func (m *limitM) Lock(ctx context.Context) error {
 }
 
 func (m *limitM) Unlock(ctx context.Context) error {
-	m.seq++
-	m.ukeys[2] = string(strconv.AppendUint(m.latch, m.seq, 16))
-	_, err := scripts.Unlock.Exec(ctx, m.c.rc, m.ukeys, m.uargs).AsInt64()
-	if rueidis.IsRedisNil(err) {
+	r, err := scripts.Unlock.Exec(ctx, m.c.rc, m.ukeys, m.uargs).AsInt64()
+	if err == nil && r < 0 {
 		return errors.New("limit: unlock: not held")
 	}
 	return err
