@@ -237,3 +237,32 @@ func TestCloseRacingCloseInLostHandler(t *testing.T) {
 		}
 	}
 }
+
+// Found in review: the hold is deleted behind the client's back (a force
+// unlock from another process), then a re-entering Lock loses its reply.
+// The count it expected (1) is not there, so the script refuses and says
+// so; the client records the loss (ending the old HoldContext) and takes
+// the lock anew: count 1, not 2.
+func TestExternalDeleteThenLostReplyOnReentry(t *testing.T) {
+	srv := standaloneLocal(t)
+	e := newMatrixEnv(t, srv)
+	ctx := context.Background()
+	me := rlock.WithOwner(ctx, 1)
+	l := e.c.Lock("ext-del")
+	require.NoError(t, l.Lock(me))
+	hctx, err := l.HoldContext(me)
+	require.NoError(t, err)
+	_, err = e.other.Lock("ext-del").ForceUnlock(ctx)
+	require.NoError(t, err)
+	e.faulty.Inject(redistest.Rule{Match: isScript(scripts.Acquire), Fault: redistest.LoseReply})
+	require.NoError(t, l.Lock(me))
+	assert.Equal(t, int64(1), e.count(t, "ext-del", 1), "the lost call ran twice")
+	select {
+	case <-hctx.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("the HoldContext of the deleted hold is still open")
+	}
+	assert.ErrorIs(t, context.Cause(hctx), rlock.ErrLockLost)
+	require.NoError(t, l.Unlock(me))
+	e.settled(t, "ext-del")
+}

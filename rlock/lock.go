@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -113,10 +114,14 @@ func (c *Client) lockSpec(name string) *engine.Spec {
 		Channel:     channel,
 		Acquire:     scripts.Acquire,
 		AcquireKeys: func(fence string) []string { return []string{name, fence} },
-		AcquireArgs: func(field, leaseMs string) []string { return []string{leaseMs, field} },
-		Unlock:      scripts.Unlock,
-		UnlockKeys:  func(fence string) []string { return []string{name, channel, fence} },
-		UnlockArgs:  func(field, leaseMs string) []string { return []string{"0", leaseMs, field, publish} },
+		AcquireArgs: func(field, leaseMs, expected string) []string {
+			return []string{leaseMs, field, expected, engine.FenceTTLArg()}
+		},
+		Unlock:     scripts.Unlock,
+		UnlockKeys: func(fence string) []string { return []string{name, channel, fence} },
+		UnlockArgs: func(field, leaseMs, expected string) []string {
+			return []string{"0", leaseMs, field, publish, expected, engine.FenceTTLArg()}
+		},
 	}
 }
 
@@ -130,10 +135,14 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if l.err != nil {
 		return false, l.err
 	}
-	l.c.table.EndName(l.name, fmt.Errorf("%w: %q was force-unlocked", ErrLockLost, l.name))
-	return l.c.eng.ForceDelete(ctx, scripts.ForceUnlock, l.name,
+	l.c.table.AbandonName(l.name, fmt.Errorf("%w: %q was force-unlocked", ErrLockLost, l.name))
+	existed, err := l.c.eng.ForceDelete(ctx, scripts.ForceUnlock, l.name,
 		func(latch string) []string { return []string{l.name, l.spec.Channel, latch} },
 		[]string{"0", l.c.eng.Publish})
+	if err == nil || errors.Is(err, ErrNoSyncedReplicas) {
+		l.c.table.ZeroName(l.name) // deleted: no hold of this client is left
+	}
+	return existed, err
 }
 
 // IsLocked reports whether anyone holds the lock.

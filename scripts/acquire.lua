@@ -1,22 +1,34 @@
--- acquire: take or re-enter a Redisson RLock (contract 1.2), fenced.
+-- acquire: take or re-enter a Redisson RLock (contract 1.2), fenced and
+-- checked against the count the caller expects.
 --
 -- KEYS[1]  lock key (the raw name)
 -- KEYS[2]  this call's fence key "goredisson_fence:{<raw>}:<32 hex id>"
 -- ARGV[1]  lease in milliseconds (the caller's lease, or the watchdog timeout)
 -- ARGV[2]  owner field "<clientId>:<ownerId>"
+-- ARGV[3]  the count of ARGV[2] the caller expects to find (its record)
+-- ARGV[4]  fence TTL in milliseconds
 --
 -- Replies (this library's own encoding; Java never reads them):
 --   n > 0   acquired or re-entered: ARGV[2]'s count is now n, the TTL ARGV[1]
 --   0       fenced: the fence key exists (see fence.lua), nothing was done
 --   r < 0   held by another owner; its PTTL is -2 - r (-1: no expiry)
+--   {c}     refused: ARGV[2]'s count is c, not ARGV[3] (the hold changed
+--           behind the caller's back: expired, force-unlocked); nothing was
+--           done but marking KEYS[2] "s", so that fence.lua can tell
 --
 -- The data it writes is exactly Redisson's (HINCRBY, PEXPIRE). Not
 -- idempotent: it is never resent while an earlier call may still run; a
--- lost reply is settled with fence.lua.
+-- lost reply is settled with fence.lua. It runs only when the count is the
+-- expected one, so a settled call ran exactly when the count moved by one.
 if redis.call('exists', KEYS[2]) == 1 then
     return 0
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+local prior = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or 0)
+if prior ~= tonumber(ARGV[3]) then
+    redis.call('set', KEYS[2], 's', 'px', ARGV[4])
+    return {prior}
+end
+if prior > 0 or redis.call('exists', KEYS[1]) == 0 then
     local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     return n

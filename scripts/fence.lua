@@ -7,16 +7,23 @@
 -- ARGV[2]  fence TTL in milliseconds
 --
 -- Every fenced script (acquire, unlock) first checks its fence key and does
--- nothing when it exists. This script writes the fence key, so the lost
--- call can no longer run if it has not run yet, and returns ARGV[1]'s count
--- in KEYS[1] afterwards (0 when absent): the caller, the only writer of its
--- own field, compares it with the count before the call to learn whether
--- the call ran.
+-- nothing when it exists. This script writes the fence key (keeping a mark
+-- the call left), so the lost call can no longer run if it has not run yet.
+--
+-- Replies:
+--   n     ARGV[1]'s count in KEYS[1] now (0 when absent); the call either
+--         ran (and moved the count by one from what its caller expected)
+--         or never will
+--   {n}   the same count, and the call did run but refused to act because
+--         the count was not the expected one (it marked KEYS[2] "s")
 --
 -- Idempotent: safe to resend.
-redis.call('set', KEYS[2], '1', 'px', ARGV[2])
-local n = redis.call('hget', KEYS[1], ARGV[1])
-if n then
-    return tonumber(n)
+local mark = redis.call('get', KEYS[2])
+if not mark then
+    redis.call('set', KEYS[2], '1', 'px', ARGV[2])
 end
-return 0
+local n = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or 0)
+if mark == 's' then
+    return {n}
+end
+return n

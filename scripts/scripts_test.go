@@ -2,6 +2,7 @@ package scripts_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -46,18 +47,29 @@ const (
 	other = "11111111-2222-4333-8444-555555555555:8"
 )
 
-func unlockArgs(field string) []string { return []string{"0", "30000", field, "PUBLISH"} }
+func unlockArgs(field string, expected int) []string {
+	return []string{"0", "30000", field, "PUBLISH", fmt.Sprint(expected), "60000"}
+}
 
 const fence1, fence2, fence3 = "goredisson_fence:{res}:1", "goredisson_fence:{res}:2", "goredisson_fence:{res}:3"
 
 func TestAcquireUnlockFence(t *testing.T) {
 	srv, rc := setup(t)
 	ctx := context.Background()
+	counts := map[string]int{}
 	acquire := func(field, fence string) (int64, error) {
-		return scripts.Acquire.Exec(ctx, rc, []string{key, fence}, []string{"30000", field}).AsInt64()
+		n, err := scripts.Acquire.Exec(ctx, rc, []string{key, fence}, []string{"30000", field, fmt.Sprint(counts[field]), "60000"}).AsInt64()
+		if err == nil && n > 0 {
+			counts[field] = int(n)
+		}
+		return n, err
 	}
 	unlock := func(field, fence string) (int64, error) {
-		return scripts.Unlock.Exec(ctx, rc, []string{key, ch, fence}, unlockArgs(field)).AsInt64()
+		n, err := scripts.Unlock.Exec(ctx, rc, []string{key, ch, fence}, unlockArgs(field, counts[field])).AsInt64()
+		if err == nil && n >= 0 {
+			counts[field] = int(n)
+		}
+		return n, err
 	}
 	fence := func(field, fence string) (int64, error) {
 		return scripts.Fence.Exec(ctx, rc, []string{key, fence}, []string{field, "60000"}).AsInt64()
@@ -110,6 +122,24 @@ func TestAcquireUnlockFence(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(0), c, "fence on a missing hold")
 	assert.Equal(t, int64(0), exists(t, srv, "redisson_unlock_latch:{res}:x"))
+
+	// A call that finds another count than the caller expects refuses,
+	// marks its fence, and the fence script reports the refusal.
+	do(t, srv, "HSET", key, owner, "3")
+	vals, err := scripts.Acquire.Exec(ctx, rc, []string{key, fence1 + "z"}, []string{"30000", owner, "1", "60000"}).AsIntSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{3}, vals, "acquire refused: the count found")
+	vals, err = scripts.Unlock.Exec(ctx, rc, []string{key, ch, fence2 + "z"}, unlockArgs(owner, 2)).AsIntSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{3}, vals, "unlock refused: the count found")
+	m, _ = do(t, srv, "HGETALL", key).AsStrMap()
+	assert.Equal(t, map[string]string{owner: "3"}, m, "a refusal changes nothing")
+	vals, err = scripts.Fence.Exec(ctx, rc, []string{key, fence1 + "z"}, []string{owner, "60000"}).AsIntSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{3}, vals, "the fence reports the refusal")
+	vals, err = scripts.Fence.Exec(ctx, rc, []string{key, fence1 + "z"}, []string{owner, "60000"}).AsIntSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{3}, vals, "and keeps reporting it when resent")
 }
 
 func TestRenewAndForceUnlock(t *testing.T) {
@@ -145,7 +175,7 @@ func TestNoScriptFallback(t *testing.T) {
 	srv, rc := setup(t)
 	ctx := context.Background()
 	do(t, srv, "SCRIPT", "FLUSH")
-	n, err := scripts.Acquire.Exec(ctx, rc, []string{"x", "goredisson_fence:{x}:1"}, []string{"1000", owner}).AsInt64()
+	n, err := scripts.Acquire.Exec(ctx, rc, []string{"x", "goredisson_fence:{x}:1"}, []string{"1000", owner, "0", "60000"}).AsInt64()
 	require.NoError(t, err)
 	require.Equal(t, int64(1), n)
 	do(t, srv, "SCRIPT", "FLUSH")

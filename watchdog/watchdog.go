@@ -200,7 +200,7 @@ func (w *Watchdog) round() {
 				it := items[k]
 				switch {
 				case res.Err == nil && j < len(res.Renewed) && res.Renewed[j]:
-					tab.Renewed(r, it, start)
+					tab.Renewed(r, it, start, end)
 				case res.Err == nil:
 					tab.Gone(r, it, w.lost(it, ErrNotHeld))
 				case w.ctx.Err() != nil:

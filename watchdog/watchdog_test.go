@@ -77,7 +77,7 @@ func key(name string) hold.Key { return hold.Key{Name: name, Field: "c:1"} }
 func (f *fixture) add(t *testing.T, k hold.Key) {
 	h, err := f.tab.Use(context.Background(), k)
 	require.NoError(t, err)
-	require.True(t, f.tab.Acquired(h, f.tab.Held(k)+1, 0, time.Now()))
+	require.True(t, f.tab.Acquired(h, f.tab.Held(k)+1, 0, time.Now(), time.Now()))
 	f.tab.Done(h)
 }
 
@@ -85,7 +85,7 @@ func (f *fixture) add(t *testing.T, k hold.Key) {
 func (f *fixture) release(t *testing.T, k hold.Key, count int) {
 	h, err := f.tab.Use(context.Background(), k)
 	require.NoError(t, err)
-	f.tab.Released(h, count, time.Now())
+	f.tab.Released(h, count, time.Now(), time.Now())
 	f.tab.Done(h)
 }
 
@@ -215,7 +215,7 @@ func TestCloseDoesNotWaitForARound(t *testing.T) {
 	require.NoError(t, err)
 	h, err := tab.Use(context.Background(), key("k"))
 	require.NoError(t, err)
-	tab.Acquired(h, 1, 0, time.Now())
+	tab.Acquired(h, 1, 0, time.Now(), time.Now())
 	tab.Done(h)
 	<-entered
 	start := time.Now()
@@ -281,7 +281,7 @@ func TestReleasingHoldIsNotLost(t *testing.T) {
 	<-r.roundCh
 	<-r.roundCh
 	assert.Equal(t, 1, f.tab.Held(k), "the unlock decides, not the renewal")
-	f.tab.Released(h, 0, time.Now())
+	f.tab.Released(h, 0, time.Now(), time.Now())
 	f.tab.EndRelease(h)
 	f.tab.Done(h)
 	select {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/goredisson/locks/internal/hold"
@@ -130,22 +131,24 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 		deadline = end
 	}
 	for attempt := 1; ; attempt++ {
+		if attempt > 1 && time.Now().After(deadline) {
+			return 0, false, fmt.Errorf("rlock: %q: acquire: %w: the hold kept changing", s.Name, ErrTimeout)
+		}
 		before := t.Count(h)
 		fence := NewFence(s.Name)
-		call := &Call{Script: s.Acquire, Keys: s.AcquireKeys(fence), Args: s.AcquireArgs(field, leaseMs), Name: s.Name, Field: field}
+		call := &Call{Script: s.Acquire, Keys: s.AcquireKeys(fence), Args: s.AcquireArgs(field, leaseMs, strconv.Itoa(before)), Name: s.Name, Field: field}
 		sent := time.Now()
 		out, err := e.Exactly(ctx, deadline, call)
 		if errors.Is(err, ErrUnresolved) && time.Now().Before(deadline) && ctx.Err() == nil {
 			// A waiter keeps settling while its wait lasts.
-			n, serr := e.settle(ctx, deadline, call, ctx.Done())
-			if serr == nil {
-				out, err = Outcome{Fenced: true, Count: n}, nil
+			if o, serr := e.settle(ctx, deadline, call, ctx.Done()); serr == nil {
+				out, err = o, nil
 			}
 		}
 		if errors.Is(err, ErrUnresolved) {
 			keep = true
-			e.Later(h, call, func(n int) bool {
-				if n >= 1 && n != before && t.Acquired(h, n, lease, sent) {
+			e.Later(h, call, func(o Outcome) bool {
+				if n, ran := settledAcquire(t, h, before, o); ran && t.Acquired(h, n, lease, sent, o.Recv) {
 					// It ran, for a caller that has gone: undo it.
 					return e.undo(s, h)
 				}
@@ -158,11 +161,15 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 		}
 		var n int
 		if out.Fenced {
-			if out.Count < 1 || out.Count == before {
+			var ran bool
+			if n, ran = settledAcquire(t, h, before, out); !ran {
 				continue // it did not run and now never will: send it again
 			}
-			n = out.Count
 		} else {
+			if c, stale := Stale(out.Reply); stale {
+				t.Observe(h, c)
+				continue
+			}
 			r, err := out.Reply.Int()
 			switch {
 			case err != nil:
@@ -174,7 +181,7 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 			}
 			n = int(r)
 		}
-		if !t.Acquired(h, n, lease, sent) {
+		if !t.Acquired(h, n, lease, sent, out.Recv) {
 			keep = e.undo(s, h)
 			return 0, false, hold.ErrClosed
 		}
@@ -202,6 +209,22 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 		}
 		return 0, true, nil
 	}
+}
+
+// settledAcquire decides a settled acquire call that expected the count
+// before: the script runs only when it finds that count, so it ran exactly
+// when the count is one more (a call that refused, or did not run, leaves
+// it; a hold deleted behind the client's back leaves 0, which is recorded).
+func settledAcquire(t *hold.Table, h *hold.Hold, before int, o Outcome) (count int, ran bool) {
+	switch {
+	case o.Refused:
+		t.Observe(h, o.Count)
+	case o.Count == before+1:
+		return o.Count, true
+	case o.Count != before:
+		t.Observe(h, o.Count)
+	}
+	return 0, false
 }
 
 // undo releases one level for a caller that does not want it (gone, or an

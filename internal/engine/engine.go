@@ -22,6 +22,9 @@ const FenceTTL = 5 * time.Minute
 
 var fenceTTLms = strconv.FormatInt(FenceTTL.Milliseconds(), 10)
 
+// FenceTTLArg is FenceTTL in ms, as the lock scripts take it.
+func FenceTTLArg() string { return fenceTTLms }
+
 // Engine is the shared machinery of one Client.
 type Engine struct {
 	X        *Executor
@@ -94,9 +97,23 @@ type Outcome struct {
 	Reply Reply
 	// Fenced: the reply was lost and the call has been fenced; Count is
 	// the owner's count afterwards, from which the caller learns whether
-	// it ran.
-	Fenced bool
-	Count  int
+	// it ran; Refused: the call ran but refused to act, the count not
+	// being the expected one.
+	Fenced  bool
+	Count   int
+	Refused bool
+	// Recv is when the reply (or the fence's) was read.
+	Recv time.Time
+}
+
+// Stale decodes a script's refusal, {count}: the owner's count was not
+// the one the caller expected.
+func Stale(r Reply) (count int, ok bool) {
+	vals, err := r.Res.AsIntSlice()
+	if err != nil || len(vals) != 1 {
+		return 0, false
+	}
+	return int(vals[0]), true
 }
 
 // Exactly runs a fenced call and returns its outcome exactly: it is
@@ -111,7 +128,7 @@ func (e *Engine) Exactly(ctx context.Context, deadline time.Time, c *Call) (Outc
 		r := e.X.Run(ctx, c.Script, c.Keys, c.Args)
 		switch r.Class {
 		case Done:
-			return Outcome{Reply: r}, nil
+			return Outcome{Reply: r, Recv: time.Now()}, nil
 		case Failed, Closed:
 			return Outcome{}, r.Err
 		case NotRun:
@@ -125,38 +142,47 @@ func (e *Engine) Exactly(ctx context.Context, deadline time.Time, c *Call) (Outc
 			continue
 		}
 		// Unknown: settle, for the budget whatever ctx.
-		n, err := e.settle(ctx, time.Now().Add(e.Budget), c, nil)
+		o, err := e.settle(ctx, time.Now().Add(e.Budget), c, nil)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
 		}
-		return Outcome{Fenced: true, Count: n}, nil
+		return o, nil
 	}
 }
 
 // settle runs the fence script of c until Redis answers, deadline passes
 // or stop is closed (nil: never).
-func (e *Engine) settle(ctx context.Context, deadline time.Time, c *Call, stop <-chan struct{}) (int, error) {
+func (e *Engine) settle(ctx context.Context, deadline time.Time, c *Call, stop <-chan struct{}) (Outcome, error) {
 	var bo Backoff
 	bg := context.WithoutCancel(ctx)
 	for {
 		r := e.X.Run(bg, scripts.Fence, []string{c.Name, c.fence()}, []string{c.Field, fenceTTLms})
 		if r.Class == Done {
+			o := Outcome{Fenced: true, Recv: time.Now()}
+			if n, ok := Stale(r); ok {
+				o.Count, o.Refused = n, true
+				return o, nil
+			}
 			n, err := r.Int()
-			return int(n), err
+			if err != nil {
+				return Outcome{}, fmt.Errorf("fence: unexpected reply: %w", err)
+			}
+			o.Count = int(n)
+			return o, nil
 		}
 		if r.Class == Failed || r.Class == Closed {
-			return 0, r.Err
+			return Outcome{}, r.Err
 		}
 		d := bo.Next()
 		if time.Now().Add(d).After(deadline) {
-			return 0, r.Err
+			return Outcome{}, r.Err
 		}
 		select {
 		case <-time.After(d):
 		case <-stop:
-			return 0, r.Err
+			return Outcome{}, r.Err
 		case <-e.closing:
-			return 0, hold.ErrClosed
+			return Outcome{}, hold.ErrClosed
 		}
 	}
 }
@@ -166,15 +192,15 @@ func (e *Engine) settle(ctx context.Context, deadline time.Time, c *Call, stop <
 // fence, unless the engine closes first. The caller hands over its
 // operation slot on h: Later gives it back when done, unless then reports
 // that it handed the slot on again.
-func (e *Engine) Later(h *hold.Hold, c *Call, then func(count int) (keep bool)) {
+func (e *Engine) Later(h *hold.Hold, c *Call, then func(o Outcome) (keep bool)) {
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
 		var bo Backoff
 		for !e.Closed() {
-			n, err := e.settle(context.Background(), time.Now().Add(e.Budget), c, nil)
+			o, err := e.settle(context.Background(), time.Now().Add(e.Budget), c, nil)
 			if err == nil {
-				if then(n) {
+				if then(o) {
 					return
 				}
 				break

@@ -25,15 +25,16 @@ type Spec struct {
 
 	Acquire *scripts.Script
 	// AcquireKeys and AcquireArgs build an acquire call for one fence key,
-	// owner field and lease in ms.
+	// owner field, lease in ms and the owner's count the caller expects
+	// (the script refuses to act on another count; see scripts/acquire.lua).
 	AcquireKeys func(fence string) []string
-	AcquireArgs func(field, leaseMs string) []string
+	AcquireArgs func(field, leaseMs, expected string) []string
 
 	Unlock *scripts.Script
 	// UnlockKeys and UnlockArgs build an unlock call; leaseMs is the lease
-	// a partial unlock restores.
+	// a partial unlock restores, expected as for AcquireArgs.
 	UnlockKeys func(fence string) []string
-	UnlockArgs func(field, leaseMs string) []string
+	UnlockArgs func(field, leaseMs, expected string) []string
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
@@ -60,21 +61,24 @@ func (e *Engine) Unlock(ctx context.Context, s *Spec, field string) (int, error)
 func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count int, err error, keep bool) {
 	t := e.Table
 	field := h.Key().Field
-	before := t.Count(h)
 	t.BeginRelease(h)
 	defer t.EndRelease(h)
 	deadline := time.Now().Add(e.Budget)
-	for {
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 && time.Now().After(deadline) {
+			return 0, fmt.Errorf("rlock: %q: unlock: %w: the hold kept changing", s.Name, ErrTimeout), false
+		}
+		before := t.Count(h)
 		fence := NewFence(s.Name)
-		call := &Call{Script: s.Unlock, Keys: s.UnlockKeys(fence), Args: s.UnlockArgs(field, ms(t.Lease(h))), Name: s.Name, Field: field}
+		call := &Call{Script: s.Unlock, Keys: s.UnlockKeys(fence), Args: s.UnlockArgs(field, ms(t.Lease(h)), strconv.Itoa(before)), Name: s.Name, Field: field}
 		sent := time.Now()
 		out, err := e.Exactly(ctx, deadline, call)
 		if errors.Is(err, ErrUnresolved) {
 			cause := fmt.Errorf("%w: %q: the outcome of an unlock is unknown, renewal stopped: %w", hold.ErrLockLost, s.Name, err)
 			t.Abandon(h, cause)
-			e.Later(h, call, func(n int) bool {
-				if n < before || before == 0 {
-					t.Released(h, n, sent)
+			e.Later(h, call, func(o Outcome) bool {
+				if n, ran, _ := settledUnlock(t, h, before, o); ran {
+					t.Released(h, n, sent, o.Recv)
 				}
 				return false
 			})
@@ -84,11 +88,19 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			return 0, fmt.Errorf("rlock: %q: unlock: %w", s.Name, err), false
 		}
 		if out.Fenced {
-			if out.Count == before && before > 0 {
-				continue // it did not run and now never will: send it again
+			n, ran, gone := settledUnlock(t, h, before, out)
+			switch {
+			case ran:
+				t.Released(h, n, sent, out.Recv)
+				return n, nil, false
+			case gone:
+				return 0, e.notHeld(s, field), false
 			}
-			t.Released(h, out.Count, sent)
-			return out.Count, nil, false
+			continue // it did not run and now never will: send it again
+		}
+		if c, stale := Stale(out.Reply); stale {
+			t.Observe(h, c) // a hold that is gone ends with ErrLockLost
+			continue
 		}
 		r, err := out.Reply.Int()
 		if err != nil {
@@ -96,27 +108,43 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 		}
 		switch {
 		case r >= 0:
-			t.Released(h, int(r), sent)
+			t.Released(h, int(r), sent, out.Recv)
 			if out.Reply.Unsynced() {
 				return int(r), e.resync(ctx, s.Name, out.Reply), false
 			}
 			return int(r), nil, false
 		case r == -1:
-			if before > 0 {
-				// This client's record says it held: something else
-				// ended the hold (a force unlock, its expiry).
-				t.End(h, fmt.Errorf("%w: %q: no longer held when its owner unlocked it (force-unlocked or expired)", hold.ErrLockLost, s.Name))
-			}
-			id := field
-			if len(e.ClientID) < len(field) {
-				id = field[len(e.ClientID)+1:]
-			}
-			return 0, fmt.Errorf("%w: attempt to unlock %q, not locked by the calling owner (node id %s, owner id %s)",
-				ErrNotHeld, s.Name, e.ClientID, id), false
+			return 0, e.notHeld(s, field), false
 		default:
 			return 0, fmt.Errorf("rlock: %q: unlock: unexpected reply %d", s.Name, r), false
 		}
 	}
+}
+
+// settledUnlock decides a settled unlock call that expected the count
+// before: it ran exactly when the count is one less. gone: the owner holds
+// nothing now (and the call, if it did not run, has nothing to release).
+func settledUnlock(t *hold.Table, h *hold.Hold, before int, o Outcome) (count int, ran, gone bool) {
+	switch {
+	case o.Refused:
+		t.Observe(h, o.Count)
+		return 0, false, false // resend with the observed count
+	case before > 0 && o.Count == before-1:
+		return o.Count, true, false
+	case o.Count == before && before > 0:
+		return 0, false, false
+	}
+	t.Observe(h, o.Count)
+	return 0, false, o.Count == 0
+}
+
+func (e *Engine) notHeld(s *Spec, field string) error {
+	id := field
+	if len(e.ClientID) < len(field) {
+		id = field[len(e.ClientID)+1:]
+	}
+	return fmt.Errorf("%w: attempt to unlock %q, not locked by the calling owner (node id %s, owner id %s)",
+		ErrNotHeld, s.Name, e.ClientID, id)
 }
 
 // resync is the replica sync of a write that ran but that no replica

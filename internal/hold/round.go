@@ -46,12 +46,12 @@ func (t *Table) current(r *Round, it Item) bool {
 	return h.gen == it.gen && h.inflight == r && h.count > 0 && h.watchdog > 0
 }
 
-// Renewed records a renewal of it sent at sent.
-func (t *Table) Renewed(r *Round, it Item, sent time.Time) {
+// Renewed records a renewal of it sent at sent and answered at recv.
+func (t *Table) Renewed(r *Round, it Item, sent, recv time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.current(r, it) {
-		it.h.set = sent
+		it.h.set, it.h.recv = sent, recv
 	}
 }
 

@@ -21,6 +21,7 @@ package hold
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -62,7 +63,9 @@ type Hold struct {
 	lease    time.Duration // the last explicit lease; 0: the watchdog timeout
 	since    time.Time     // when the current hold began
 	set      time.Time     // when the TTL was last set (send time of the script)
-	timer    *time.Timer   // the end of a fixed lease, when not renewed
+	recv     time.Time     // when the reply that set it was read
+	timer    *time.Timer   // the end of a lease that is not renewed
+	expired  bool          // the lease ran out by this client's clock; Redis may still hold it
 
 	releasing int    // unlocks in flight: a renewal that finds the field gone is their doing
 	inflight  *Round // the renewal round that includes this hold, if any
@@ -163,11 +166,11 @@ func (t *Table) Lease(h *Hold) time.Duration {
 	return t.timeout
 }
 
-// Acquired records an acquisition whose script was sent at sent and that
-// left count in Redis. lease > 0 is a fixed lease; lease <= 0 a watchdog
-// lease, renewed from now on. It returns false when the table is closed (the
-// caller then undoes the acquisition).
-func (t *Table) Acquired(h *Hold, count int, lease time.Duration, sent time.Time) bool {
+// Acquired records an acquisition whose script was sent at sent, answered
+// at recv, and that left count in Redis. lease > 0 is a fixed lease; lease
+// <= 0 a watchdog lease, renewed from now on. It returns false when the
+// table is closed (the caller then undoes the acquisition).
+func (t *Table) Acquired(h *Hold, count int, lease time.Duration, sent, recv time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -183,7 +186,8 @@ func (t *Table) Acquired(h *Hold, count int, lease time.Duration, sent time.Time
 		h.lease = 0
 	}
 	h.count = count
-	h.set = sent
+	h.set, h.recv = sent, recv
+	h.expired = false
 	if lease > 0 {
 		h.lease = lease
 	} else {
@@ -193,9 +197,10 @@ func (t *Table) Acquired(h *Hold, count int, lease time.Duration, sent time.Time
 	return true
 }
 
-// Released records an unlock sent at sent that left count in Redis (0: the
-// lock was deleted). A partial unlock resets the TTL to the hold's lease.
-func (t *Table) Released(h *Hold, count int, sent time.Time) {
+// Released records an unlock sent at sent, answered at recv, that left
+// count in Redis (0: the lock was deleted). A partial unlock resets the TTL
+// to the hold's lease.
+func (t *Table) Released(h *Hold, count int, sent, recv time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h.watchdog > 0 {
@@ -212,7 +217,29 @@ func (t *Table) Released(h *Hold, count int, sent time.Time) {
 		return
 	}
 	h.count = count
-	h.set = sent
+	h.set, h.recv = sent, recv
+	h.expired = false
+	t.armLocked(h)
+}
+
+// Observe records the count Redis reported for h when a script refused to
+// act because it was not the expected one: the hold changed behind this
+// client's back. A hold that is gone ends with ErrLockLost.
+func (t *Table) Observe(h *Hold, count int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if count == h.count {
+		return
+	}
+	if count == 0 {
+		t.endLocked(h, fmt.Errorf("%w: %q: the hold is gone (expired or force-unlocked)", ErrLockLost, h.key.Name), true)
+		return
+	}
+	// Redis holds more than the record says (a lease this client counted
+	// as run out is still alive): count it, unrenewed, until its lease.
+	h.count = count
+	h.watchdog = 0
+	h.set, h.recv = time.Now(), time.Now()
 	t.armLocked(h)
 }
 
@@ -241,7 +268,12 @@ func (t *Table) abandonLocked(h *Hold, cause error) {
 }
 
 // armLocked (re)starts the lease timer of a hold not renewed by the
-// watchdog; t.mu is held.
+// watchdog; t.mu is held. The timer fires twice: at the lease's end by
+// the send time of the script that set it (the earliest Redis can expire
+// it), when the HoldContexts end with ErrLeaseExpired; and once Redis has
+// surely expired it (by the time the reply was read, with a margin for
+// clock rates), when the count drops to 0. In between the record keeps the
+// count, so that it never counts less than Redis holds.
 func (t *Table) armLocked(h *Hold) {
 	if h.timer != nil {
 		h.timer.Stop()
@@ -255,14 +287,29 @@ func (t *Table) armLocked(h *Hold) {
 		lease = t.timeout
 	}
 	gen, set := h.gen, h.set
-	h.timer = time.AfterFunc(time.Until(set.Add(lease)), func() {
+	early := set.Add(lease)
+	late := h.recv.Add(lease + lease/100 + 5*time.Millisecond)
+	var fire func()
+	fire = func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		if h.gen == gen && h.set.Equal(set) && h.count > 0 && h.watchdog == 0 {
-			t.endLocked(h, ErrLeaseExpired, true)
-			t.forget(h)
+		if h.gen != gen || !h.set.Equal(set) || h.count == 0 || h.watchdog > 0 {
+			return
 		}
-	})
+		if !h.expired {
+			h.expired = true
+			t.fireLocked(h, fmt.Errorf("%w: %q", ErrLeaseExpired, h.key.Name), true)
+			h.timer = time.AfterFunc(time.Until(late), fire)
+			return
+		}
+		t.endLocked(h, ErrLeaseExpired, false)
+		t.forget(h)
+	}
+	if h.expired {
+		h.timer = time.AfterFunc(time.Until(late), fire)
+	} else {
+		h.timer = time.AfterFunc(time.Until(early), fire)
+	}
 }
 
 // End ends h with cause: its HoldContexts are cancelled, its renewal stops
@@ -276,22 +323,42 @@ func (t *Table) End(h *Hold, cause error) {
 	r.wait()
 }
 
-// EndName ends every hold of this client on the lock name (all kinds), as
-// a force unlock does, and waits for rounds in flight that include them.
-func (t *Table) EndName(name string, cause error) {
+// AbandonName abandons (see Abandon) every hold of this client on the lock
+// name (all kinds), as a force unlock does first, and waits for rounds in
+// flight that include them. ZeroName then records that they are gone.
+func (t *Table) AbandonName(name string, cause error) {
 	var rounds []*Round
 	t.mu.Lock()
 	for k, h := range t.m {
 		if k.Name == name && h.count > 0 {
 			rounds = append(rounds, h.inflight)
-			t.endLocked(h, cause, true)
-			t.forget(h)
+			t.abandonLocked(h, cause)
 		}
 	}
 	t.mu.Unlock()
 	for _, r := range rounds {
 		r.wait()
 	}
+}
+
+// ZeroName records that every hold on the lock name is gone (a force
+// unlock deleted it).
+func (t *Table) ZeroName(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, h := range t.m {
+		if k.Name == name && h.count > 0 {
+			t.endLocked(h, ErrLockLost, false)
+			t.forget(h)
+		}
+	}
+}
+
+// EndName ends every hold of this client on the lock name (all kinds) and
+// waits for rounds in flight that include them.
+func (t *Table) EndName(name string, cause error) {
+	t.AbandonName(name, cause)
+	t.ZeroName(name)
 }
 
 // endLocked ends the current hold of h, if any; t.mu is held. report says
@@ -304,6 +371,7 @@ func (t *Table) endLocked(h *Hold, cause error, report bool) {
 	had := h.count > 0
 	h.count, h.watchdog, h.lease, h.releasing = 0, 0, 0, 0
 	h.inflight = nil
+	h.expired = false
 	t.fireLocked(h, cause, had && report)
 }
 
