@@ -31,14 +31,16 @@ import (
 //     that settles a lost reply); EXISTS, HEXISTS and PTTL also
 //     serve IsLocked, IsHeld/HoldContext and RemainTTL;
 //   - +hget (HoldCount), +hgetall +pubsub|numsub (Inspect);
-//   - +subscribe +unsubscribe: waiting for unlock messages;
-//   - +ping: rueidis' health check of idle connections;
+//   - +subscribe: waiting for unlock messages (a subscription ends by
+//     closing its connection, never by UNSUBSCRIBE);
+//   - +ping: rueidis' health check of idle connections, and the pub/sub
+//     hub's check that its rueidis client is still open;
 //   - ~*: lock names are arbitrary keys, next to the derived
 //     goredisson_fence:{…}:… keys;
 //   - resetchannels &redisson_lock__channel:*: only the lock channels.
 const lockerACL = "resetchannels &redisson_lock__channel:* ~* -@all " +
 	"+evalsha +eval +exists +hexists +hincrby +pexpire +pttl +get +set +del +publish " +
-	"+hget +hgetall +pubsub|numsub +subscribe +unsubscribe +ping"
+	"+hget +hgetall +pubsub|numsub +subscribe +ping"
 
 // The two passwords are distinctive so that any error or log line that
 // carries one is caught.

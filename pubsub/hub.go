@@ -8,10 +8,14 @@
 // is kept as a permit, so the next Wait returns at once (one harmless extra
 // attempt for the caller, never a missed unlock).
 //
-// All subscriptions ride on rueidis' own pub/sub connection (Client.Receive),
-// not one connection per waiter. When rueidis reconnects and subscribes again,
-// or the server drops a subscription (a sharded channel whose slot moved),
-// the Hub subscribes again and wakes every waiter, since messages may have
+// Each subscribed channel rides on a dedicated connection of its own (one
+// per channel with waiters, not one per waiter), taken from rueidis'
+// dedicated pool (ClientOption.BlockingPoolSize, 1024 by default) and
+// closed when the channel's last waiter leaves: closing, not UNSUBSCRIBE,
+// ends a subscription, because rueidis panics when Redis answers an
+// UNSUBSCRIBE with -BUSY. When the connection breaks, or the server drops
+// a subscription (a sharded channel whose slot moved), the Hub subscribes
+// again on a new connection and wakes every waiter, since messages may have
 // been lost in between. Callers must still bound every wait (by the lock's
 // TTL): a wake-up is a hint, never a guarantee.
 package pubsub
@@ -29,9 +33,10 @@ import (
 // ErrClosed is returned by Subscribe and Wait once the Hub is closed.
 var ErrClosed = errors.New("pubsub: hub closed")
 
-// unsubscribeTimeout bounds the UNSUBSCRIBE sent when a channel's last
-// waiter leaves.
-const unsubscribeTimeout = 5 * time.Second
+// probeEvery is how often, while any channel is subscribed, the Hub checks
+// that its rueidis client was not closed underneath it (a dedicated
+// connection does not learn of that by itself).
+const probeEvery = time.Second
 
 // Hub multiplexes channel subscriptions for one rueidis client. It is safe
 // for concurrent use.
@@ -43,7 +48,13 @@ type Hub struct {
 	mu      sync.Mutex
 	entries map[string]*entry
 	closed  bool
+	probing bool
 	wg      sync.WaitGroup
+
+	gone     context.Context // cancelled once the rueidis client is found closed
+	markGone context.CancelFunc
+	stop     context.Context // cancelled by Close
+	stopFn   context.CancelFunc
 }
 
 // New returns a Hub that subscribes through client; with sharded it uses
@@ -53,7 +64,39 @@ func New(client rueidis.Client, sharded bool, log *slog.Logger) *Hub {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Hub{client: client, sharded: sharded, log: log, entries: make(map[string]*entry)}
+	h := &Hub{client: client, sharded: sharded, log: log, entries: make(map[string]*entry)}
+	h.gone, h.markGone = context.WithCancel(context.Background())
+	h.stop, h.stopFn = context.WithCancel(context.Background())
+	return h
+}
+
+// probe runs while channels are subscribed: a PING a second, to find out
+// that the rueidis client was closed (it then answers ErrClosing at once).
+func (h *Hub) probe() {
+	defer h.wg.Done()
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.stop.Done():
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		if len(h.entries) == 0 {
+			h.probing = false
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+		ctx, cancel := context.WithTimeout(h.stop, probeEvery)
+		err := h.client.Do(ctx, h.client.B().Ping().Build()).Error()
+		cancel()
+		if errors.Is(err, rueidis.ErrClosing) {
+			h.markGone()
+			return
+		}
+	}
 }
 
 // entry is one channel's subscription and its local waiters.
@@ -135,6 +178,11 @@ func (h *Hub) start(channel string) *entry {
 	h.entries[channel] = e
 	h.wg.Add(1)
 	go e.run(ctx)
+	if !h.probing {
+		h.probing = true
+		h.wg.Add(1)
+		go h.probe()
+	}
 	return e
 }
 
@@ -300,22 +348,19 @@ func (e *entry) resync() {
 	e.hub.mu.Unlock()
 }
 
-func (h *Hub) subscribeCmd(channel string) rueidis.Completed {
+func (h *Hub) subscribeCmd(c rueidis.CommandClient, channel string) rueidis.Completed {
 	if h.sharded {
-		return h.client.B().Ssubscribe().Channel(channel).Build()
+		return c.B().Ssubscribe().Channel(channel).Build()
 	}
-	return h.client.B().Subscribe().Channel(channel).Build()
+	return c.B().Subscribe().Channel(channel).Build()
 }
 
-func (h *Hub) unsubscribeCmd(c rueidis.CommandClient, channel string) rueidis.Completed {
-	if h.sharded {
-		return c.B().Sunsubscribe().Channel(channel).Build()
-	}
-	return c.B().Unsubscribe().Channel(channel).Build()
-}
-
-// run keeps the channel subscribed until the entry is cancelled, then
-// unsubscribes on the connection that carried the subscription.
+// run keeps the channel subscribed until the entry is cancelled. The
+// subscription rides on a dedicated connection of its own, which is closed
+// to end it: no UNSUBSCRIBE is ever sent. rueidis (v1.0.79) panics in its
+// reader goroutine when Redis answers an UNSUBSCRIBE with an error such as
+// -BUSY (a script past busy-reply-threshold), and closing the connection
+// is the one way to end a subscription that cannot reach that panic.
 func (e *entry) run(ctx context.Context) {
 	h := e.hub
 	defer h.wg.Done()
@@ -334,20 +379,26 @@ func (e *entry) run(ctx context.Context) {
 			e.onSubscribed()
 		}
 	})
-	rctx = rueidis.WithOnReceiveReturnHook(rctx, func(err error, c rueidis.CommandClient) error {
-		if ctx.Err() != nil {
-			uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
-			defer cancel()
-			if uerr := c.Do(uctx, h.unsubscribeCmd(c, e.channel)).Error(); uerr != nil {
-				h.log.Debug("pubsub: unsubscribe failed", "channel", e.channel, "err", uerr)
-			}
+	receive := func() error {
+		if h.gone.Err() != nil {
+			return rueidis.ErrClosing
+		}
+		dc, release := h.client.Dedicate()
+		defer release()
+		defer dc.Close() // before release: release would unsubscribe
+		cctx, cancel := context.WithCancel(rctx)
+		defer cancel()
+		defer context.AfterFunc(h.gone, cancel)()
+		err := dc.Receive(cctx, h.subscribeCmd(dc, e.channel), e.onMessage)
+		if h.gone.Err() != nil {
+			return rueidis.ErrClosing
 		}
 		return err
-	})
+	}
 
 	backoff := 50 * time.Millisecond
 	for {
-		err := h.client.Receive(rctx, h.subscribeCmd(e.channel), e.onMessage)
+		err := receive()
 		if ctx.Err() != nil {
 			return
 		}
@@ -416,6 +467,7 @@ func (h *Hub) Close() {
 		return
 	}
 	h.closed = true
+	h.stopFn()
 	entries := make([]*entry, 0, len(h.entries))
 	for _, e := range h.entries {
 		entries = append(entries, e)
