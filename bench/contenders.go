@@ -211,9 +211,9 @@ func (c *limitC) NewMutex(name string, owner int64) Mutex {
 		c:       c,
 		channel: ch,
 		keys:    []string{name, fence},
-		acqArgs: []string{leaseMs, field},
+		acqArgs: []string{leaseMs, field, "0", "60000"}, // one level at a time: expects count 0
 		ukeys:   []string{name, ch, fence},
-		uargs:   []string{"0", leaseMs, field, "PUBLISH"},
+		uargs:   []string{"0", leaseMs, field, "PUBLISH", "1", "60000"},
 	}
 }
 

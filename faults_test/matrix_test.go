@@ -142,8 +142,11 @@ func TestFaultMatrix(t *testing.T) {
 			e := newMatrixEnv(t, srv)
 			name := "m-wait-" + ruleName(rule)
 			require.NoError(t, e.other.Lock(name).Lock(ctx))
+			attempts := e.faulty.Count(isScript(scripts.Acquire))
 			got := lockAsync(me, e.c.Lock(name))
-			eventually(t, 5*time.Second, "the waiter", func() bool { return e.c.Stats().Waiters == 1 })
+			// Its first attempt, the subscription, and its second attempt
+			// (after subscribing) are done: it waits for a message.
+			eventually(t, 5*time.Second, "the waiter", func() bool { return e.c.Stats().Waiters == 1 && attempts() >= 2 })
 			r := rule
 			r.Match = isScript(scripts.Acquire)
 			e.faulty.Inject(r)

@@ -271,7 +271,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if sharded {
 		e.Publish = "SPUBLISH"
 	}
-	e.WatchdogTimeout = cfg.watchdogTimeout
+	e.WatchdogTimeout, e.WatchdogMs = cfg.watchdogTimeout, c.watchdogMs
 	e.SubscriptionTimeout = cfg.subscriptionTimeout
 	e.Budget = retryAttempts * cfg.commandTimeout
 	c.eng = e

@@ -113,14 +113,14 @@ func (c *Client) lockSpec(name string) *engine.Spec {
 		Name:        name,
 		Channel:     channel,
 		Acquire:     scripts.Acquire,
-		AcquireKeys: func(fence string) []string { return []string{name, fence} },
-		AcquireArgs: func(field, leaseMs, expected string) []string {
-			return []string{leaseMs, field, expected, engine.FenceTTLArg()}
+		AcquireKeys: func(dst []string, fence string) []string { return append(dst, name, fence) },
+		AcquireArgs: func(dst []string, field, leaseMs, expected string) []string {
+			return append(dst, leaseMs, field, expected, engine.FenceTTLArg())
 		},
 		Unlock:     scripts.Unlock,
-		UnlockKeys: func(fence string) []string { return []string{name, channel, fence} },
-		UnlockArgs: func(field, leaseMs, expected string) []string {
-			return []string{"0", leaseMs, field, publish, expected, engine.FenceTTLArg()}
+		UnlockKeys: func(dst []string, fence string) []string { return append(dst, name, channel, fence) },
+		UnlockArgs: func(dst []string, field, leaseMs, expected string) []string {
+			return append(dst, "0", leaseMs, field, publish, expected, engine.FenceTTLArg())
 		},
 	}
 }

@@ -64,6 +64,42 @@ func TestStress(t *testing.T) {
 	}
 }
 
+// The same contention with faults injected into 5% of every worker's
+// script calls (dropped requests, lost replies, late requests, BUSY,
+// TRYAGAIN, LOADING) on top of the kills: still no violation, no error.
+func TestStressWithFaults(t *testing.T) {
+	srv := redistest.Standalone(t)
+	var stderr syncBuffer
+	rep, err := Run(context.Background(), Config{
+		Redis:      srv.Addr,
+		Procs:      3,
+		Goroutines: 4,
+		Names:      4,
+		Duration:   20 * time.Second,
+		KillEvery:  3 * time.Second,
+		Watchdog:   1500 * time.Millisecond,
+		Lease:      1500 * time.Millisecond,
+		MaxHold:    8 * time.Millisecond,
+		Faults:     0.05,
+		Stderr:     &stderr,
+	})
+	require.NoError(t, err)
+	var out bytes.Buffer
+	rep.Print(&out)
+	t.Logf("\n%s", out.String())
+	if s := stderr.String(); s != "" {
+		t.Logf("workers' stderr:\n%s", s)
+	}
+	assert.Zero(t, rep.Violations, "mutual exclusion violated")
+	assert.True(t, rep.OK(), "the run failed")
+	assert.Greater(t, rep.Acquisitions, 500)
+	total := 0
+	for _, n := range rep.Faults {
+		total += n
+	}
+	assert.Greater(t, total, 100, "too few faults were injected: %v", rep.Faults)
+}
+
 var violationsLine = regexp.MustCompile(`(?m)^violations: (\d+)$`)
 
 // With --unsafe the workers do not lock: the check must see overlaps, and

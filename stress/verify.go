@@ -69,7 +69,8 @@ type Verdict struct {
 	// sections last milliseconds, its lease seconds): every report is a
 	// false alarm of the library.
 	LostHolds, LostHolding, LostUnlocking, LostOther int
-	WorkerErrors                                     int // unreadable records, open sections of live processes, unexpected exits
+	Faults                                           map[string]int // injected faults by kind (--faults)
+	WorkerErrors                                     int            // unreadable records, open sections of live processes, unexpected exits
 	// ExpiryGapMin/Max: for overlaps with a killed holder, how long after
 	// the kill the next holder entered.
 	ExpiryGapMin, ExpiryGapMax time.Duration
@@ -155,6 +156,11 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 			case "X":
 				v.AcquireErrors++
 				v.problem("%s goroutine %d: %s", p.proc, r.G, r.Err)
+			case "F":
+				if v.Faults == nil {
+					v.Faults = make(map[string]int)
+				}
+				v.Faults[r.State] += r.N
 			default:
 				v.WorkerErrors++
 				v.problem("%s: unknown record %q", p.proc, sc.Text())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/goredisson/locks/internal/redistest"
 	"github.com/goredisson/locks/rlock"
 )
 
@@ -28,6 +29,7 @@ type workerConfig struct {
 	LeaseMs    int64    `json:"lease_ms"`
 	MaxHoldUs  int64    `json:"max_hold_us"`
 	Unsafe     bool     `json:"unsafe"`
+	Faults     float64  `json:"faults"`
 	Out        string   `json:"out"`
 	Seed       uint64   `json:"seed"`
 }
@@ -48,6 +50,7 @@ type workerConfig struct {
 //	   "other" (not holding N).
 //	U: Unlock of the section S1 failed with Err.
 //	X: another failure (acquire, Redis).
+//	F: at the end, N faults of kind State were injected (--faults).
 type record struct {
 	K     string `json:"k"`
 	G     int    `json:"g"`
@@ -103,6 +106,25 @@ func workerMain(specJSON string) int {
 		return 1
 	}
 	defer rc.Close()
+	var lockRC rueidis.Client = rc
+	if cfg.Faults > 0 {
+		// Fault injection on every script call: dropped requests, lost
+		// replies, late requests, BUSY/TRYAGAIN/LOADING refusals.
+		f := redistest.NewFaulty(rc)
+		rules := []redistest.Rule{{Fault: redistest.Drop}, {Fault: redistest.LoseReply}, {Fault: redistest.Late}}
+		for _, msg := range []string{"BUSY Redis is busy running a script", "TRYAGAIN Multiple keys request during rehashing of slot", "LOADING Redis is loading the dataset in memory"} {
+			if err := redistest.RedisError(context.Background(), rc, msg); err != nil {
+				rules = append(rules, redistest.Rule{Fault: redistest.Refuse, Err: err})
+			}
+		}
+		f.Chaos(cfg.Faults, cfg.Seed, rules...)
+		lockRC = f
+		defer func() {
+			for k, n := range f.Injected() {
+				emit(record{K: "F", State: k, N: n})
+			}
+		}()
+	}
 	// What each goroutine is doing, for classifying lost reports.
 	const (
 		idle = iota
@@ -124,7 +146,7 @@ func workerMain(specJSON string) int {
 	for i, n := range cfg.Names {
 		index[n] = i
 	}
-	c, err := rlock.New(rc,
+	c, err := rlock.New(lockRC,
 		rlock.WithWatchdogTimeout(time.Duration(cfg.WatchdogMs)*time.Millisecond),
 		rlock.WithLostHandler(func(ev rlock.LostEvent) {
 			g, n := int(ev.Owner-1), index[ev.Name]

@@ -118,9 +118,9 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 			t.Done(h)
 		}
 	}()
-	leaseMs := ms(e.WatchdogTimeout)
+	leaseMs := e.leaseMs(e.WatchdogTimeout)
 	if lease > 0 {
-		leaseMs = ms(lease)
+		leaseMs = e.leaseMs(lease)
 	}
 	// Refused calls are resent, and a lost reply settled, while the wait
 	// lasts (a Lock: until ctx ends), and for at least the budget.
@@ -135,10 +135,14 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 			return 0, false, fmt.Errorf("rlock: %q: acquire: %w: the hold kept changing", s.Name, ErrTimeout)
 		}
 		before := t.Count(h)
-		fence := NewFence(s.Name)
-		call := &Call{Script: s.Acquire, Keys: s.AcquireKeys(fence), Args: s.AcquireArgs(field, leaseMs, strconv.Itoa(before)), Name: s.Name, Field: field}
+		call := &Call{Script: s.Acquire, Name: s.Name, Field: field}
+		call.Keys = s.AcquireKeys(call.keys[:0], h.Fence(NewFence))
+		call.Args = s.AcquireArgs(call.args[:0], field, leaseMs, strconv.Itoa(before))
 		sent := time.Now()
 		out, err := e.Exactly(ctx, deadline, call)
+		if err != nil || out.Fenced {
+			h.BurnFence()
+		}
 		if errors.Is(err, ErrUnresolved) && time.Now().Before(deadline) && ctx.Err() == nil {
 			// A waiter keeps settling while its wait lasts.
 			if o, serr := e.settle(ctx, deadline, call, ctx.Done()); serr == nil {
@@ -167,6 +171,7 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 			}
 		} else {
 			if c, stale := Stale(out.Reply); stale {
+				h.BurnFence()
 				t.Observe(h, c)
 				continue
 			}
@@ -232,7 +237,8 @@ func settledAcquire(t *hold.Table, h *hold.Hold, before int, o Outcome) (count i
 // whether the slot was handed to background settling (the caller must then
 // not give it back).
 func (e *Engine) undo(s *Spec, h *hold.Hold) (keep bool) {
-	_, err, keep := e.unlockHeld(context.Background(), s, h)
+	// Not bounded by the caller's context (it has gone), but by Close.
+	_, err, keep := e.unlockHeld(e.bgCtx, s, h)
 	if err != nil && !errors.Is(err, ErrNoSyncedReplicas) {
 		e.X.Log.Warn("rlock: releasing an abandoned acquisition failed; it expires with its lease", "lock", s.Name, "err", err)
 		if !keep {

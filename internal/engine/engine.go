@@ -34,6 +34,7 @@ type Engine struct {
 	Publish  string // "PUBLISH" or "SPUBLISH"
 
 	WatchdogTimeout     time.Duration
+	WatchdogMs          string // WatchdogTimeout in ms, as a script argument
 	SubscriptionTimeout time.Duration
 	// Budget is how long one call retries a refused script (NotRun) and
 	// tries to settle a lost reply before it gives up (Redisson retries 4
@@ -41,16 +42,22 @@ type Engine struct {
 	Budget time.Duration
 
 	closing chan struct{}
+	bgCtx   context.Context // cancelled by Close: background work stops waiting
+	stopBg  context.CancelFunc
 	once    sync.Once
 	bg      sync.WaitGroup
 }
 
 // New returns an Engine; the fields must be set before use.
-func New() *Engine { return &Engine{closing: make(chan struct{})} }
+func New() *Engine {
+	e := &Engine{closing: make(chan struct{})}
+	e.bgCtx, e.stopBg = context.WithCancel(context.Background())
+	return e
+}
 
 // Close stops background settling and waits for it.
 func (e *Engine) Close() {
-	e.once.Do(func() { close(e.closing) })
+	e.once.Do(func() { close(e.closing); e.stopBg() })
 	e.bg.Wait()
 }
 
@@ -62,6 +69,14 @@ func (e *Engine) Closed() bool {
 	default:
 		return false
 	}
+}
+
+// leaseMs returns d in ms as a script argument.
+func (e *Engine) leaseMs(d time.Duration) string {
+	if d == e.WatchdogTimeout && e.WatchdogMs != "" {
+		return e.WatchdogMs
+	}
+	return ms(d)
 }
 
 // NewFence returns a fresh fence key for an operation on name.
@@ -87,6 +102,9 @@ type Call struct {
 	Args   []string
 	Name   string // the lock hash whose Field count the fence reads
 	Field  string
+
+	keys [4]string // room for Keys and Args, so a call is one allocation
+	args [8]string
 }
 
 func (c *Call) fence() string { return c.Keys[len(c.Keys)-1] }
@@ -109,6 +127,9 @@ type Outcome struct {
 // Stale decodes a script's refusal, {count}: the owner's count was not
 // the one the caller expected.
 func Stale(r Reply) (count int, ok bool) {
+	if m, err := r.Res.ToMessage(); err != nil || !m.IsArray() {
+		return 0, false
+	}
 	vals, err := r.Res.AsIntSlice()
 	if err != nil || len(vals) != 1 {
 		return 0, false

@@ -13,6 +13,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -138,6 +139,18 @@ type Executor struct {
 	// replicas caches each slot's replica count (index 0 outside a
 	// cluster), as connected_slaves + 1; 0 means unknown.
 	replicas [names.NumSlots]atomic.Int32
+
+	deadline atomic.Pointer[deadlineCtx] // the shared command deadline
+	dmu      sync.Mutex
+}
+
+// deadlineCtx is a context whose deadline is the command timeout from when
+// it was made, shared by the calls of the next slice of time, so that a
+// call does not allocate a context and a timer of its own.
+type deadlineCtx struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	until  time.Time // reuse it until then
 }
 
 // Reply is the outcome of one script call.
@@ -163,10 +176,26 @@ func (r Reply) Int() (int64, error) { return r.Res.AsInt64() }
 
 // cmdCtx returns the context of one call: not ended by the caller's
 // cancellation (a reply on its way must be read) and bounded by the
-// command timeout.
-func (e *Executor) cmdCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), e.Timeout)
+// command timeout (plus at most a twentieth of it: contexts are shared by
+// the calls made within that slice of time).
+func (e *Executor) cmdCtx(context.Context) (context.Context, context.CancelFunc) {
+	now := time.Now()
+	if d := e.deadline.Load(); d != nil && now.Before(d.until) {
+		return d.ctx, noop
+	}
+	e.dmu.Lock()
+	defer e.dmu.Unlock()
+	if d := e.deadline.Load(); d != nil && now.Before(d.until) {
+		return d.ctx, noop
+	}
+	slice := e.Timeout / 20
+	ctx, cancel := context.WithTimeout(context.Background(), e.Timeout+slice)
+	// A replaced context ends by its own deadline (calls may still use it).
+	e.deadline.Store(&deadlineCtx{ctx: ctx, cancel: cancel, until: now.Add(slice)})
+	return ctx, noop
 }
+
+func noop() {}
 
 // Run runs s once (EVALSHA, then EVAL on NOSCRIPT, which proves the first
 // did not run), with WAIT after it when replica sync is on.

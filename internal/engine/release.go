@@ -24,17 +24,19 @@ type Spec struct {
 	Channel string // where unlocks publish; waiters subscribe to it
 
 	Acquire *scripts.Script
-	// AcquireKeys and AcquireArgs build an acquire call for one fence key,
-	// owner field, lease in ms and the owner's count the caller expects
-	// (the script refuses to act on another count; see scripts/acquire.lua).
-	AcquireKeys func(fence string) []string
-	AcquireArgs func(field, leaseMs, expected string) []string
+	// AcquireKeys and AcquireArgs append an acquire call's keys and
+	// arguments to dst, for one fence key, owner field, lease in ms and
+	// the owner's count the caller expects (the script refuses to act on
+	// another count; see scripts/acquire.lua).
+	AcquireKeys func(dst []string, fence string) []string
+	AcquireArgs func(dst []string, field, leaseMs, expected string) []string
 
 	Unlock *scripts.Script
-	// UnlockKeys and UnlockArgs build an unlock call; leaseMs is the lease
-	// a partial unlock restores, expected as for AcquireArgs.
-	UnlockKeys func(fence string) []string
-	UnlockArgs func(field, leaseMs, expected string) []string
+	// UnlockKeys and UnlockArgs append an unlock call's keys and
+	// arguments; leaseMs is the lease a partial unlock restores, expected
+	// as for AcquireArgs.
+	UnlockKeys func(dst []string, fence string) []string
+	UnlockArgs func(dst []string, field, leaseMs, expected string) []string
 }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
@@ -69,10 +71,14 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			return 0, fmt.Errorf("rlock: %q: unlock: %w: the hold kept changing", s.Name, ErrTimeout), false
 		}
 		before := t.Count(h)
-		fence := NewFence(s.Name)
-		call := &Call{Script: s.Unlock, Keys: s.UnlockKeys(fence), Args: s.UnlockArgs(field, ms(t.Lease(h)), strconv.Itoa(before)), Name: s.Name, Field: field}
+		call := &Call{Script: s.Unlock, Name: s.Name, Field: field}
+		call.Keys = s.UnlockKeys(call.keys[:0], h.Fence(NewFence))
+		call.Args = s.UnlockArgs(call.args[:0], field, e.leaseMs(t.Lease(h)), strconv.Itoa(before))
 		sent := time.Now()
 		out, err := e.Exactly(ctx, deadline, call)
+		if err != nil || out.Fenced {
+			h.BurnFence()
+		}
 		if errors.Is(err, ErrUnresolved) {
 			cause := fmt.Errorf("%w: %q: the outcome of an unlock is unknown, renewal stopped: %w", hold.ErrLockLost, s.Name, err)
 			t.Abandon(h, cause)
@@ -99,6 +105,7 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			continue // it did not run and now never will: send it again
 		}
 		if c, stale := Stale(out.Reply); stale {
+			h.BurnFence()
 			t.Observe(h, c) // a hold that is gone ends with ErrLockLost
 			continue
 		}

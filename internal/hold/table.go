@@ -71,7 +71,25 @@ type Hold struct {
 	inflight  *Round // the renewal round that includes this hold, if any
 
 	watchers map[uint64]context.CancelCauseFunc
+
+	// fence is the fence key of the hold's next script call, used by the
+	// holder of the operation slot only: a call that got its reply never
+	// wrote it, so the next call may use it again; a call that was settled
+	// or refused burns it.
+	fence string
 }
+
+// Fence returns the fence key for the next call on h, made by mk when h
+// has none; the caller holds the operation slot.
+func (h *Hold) Fence(mk func(name string) string) string {
+	if h.fence == "" {
+		h.fence = mk(h.key.Name)
+	}
+	return h.fence
+}
+
+// BurnFence forgets h's fence key: it may have been written.
+func (h *Hold) BurnFence() { h.fence = "" }
 
 // Key returns the hold's key.
 func (h *Hold) Key() Key { return h.key }
@@ -83,6 +101,7 @@ type Table struct {
 
 	mu     sync.Mutex
 	m      map[Key]*Hold
+	free   []*Hold // forgotten records, for reuse
 	closed bool
 	nextID uint64
 
@@ -109,7 +128,17 @@ func (t *Table) Use(ctx context.Context, k Key) (*Hold, error) {
 	}
 	h := t.m[k]
 	if h == nil {
-		h = &Hold{key: k, op: make(chan struct{}, 1)}
+		if n := len(t.free); n > 0 {
+			h = t.free[n-1]
+			t.free[n-1] = nil
+			t.free = t.free[:n-1]
+			if h.key.Name != k.Name {
+				h.fence = "" // a fence key belongs to one lock's slot
+			}
+			h.key = k
+		} else {
+			h = &Hold{key: k, op: make(chan struct{}, 1)}
+		}
 		t.m[k] = h
 	}
 	h.users++
@@ -144,6 +173,13 @@ func (t *Table) Done(h *Hold) {
 func (t *Table) forget(h *Hold) {
 	if h.users == 0 && h.count == 0 && len(h.watchers) == 0 && t.m[h.key] == h {
 		delete(t.m, h.key)
+		// Reuse it: a timer or round item that still points at it checks
+		// its generation, which keeps counting.
+		h.gen++
+		h.inflight, h.timer, h.watchers = nil, nil, nil
+		if len(t.free) < 1024 {
+			t.free = append(t.free, h)
+		}
 	}
 }
 

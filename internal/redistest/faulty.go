@@ -3,6 +3,8 @@ package redistest
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +68,52 @@ type Faulty struct {
 	rules []*Rule
 	late  sync.WaitGroup
 	ran   chan []string // commands sent late, once they have run
+
+	chaosP     float64 // Chaos: the chance that a script call is hit
+	chaosRules []Rule
+	rnd        *rand.Rand
+	injected   map[string]int // Chaos: faults injected, by kind
+
+	seen []func([]string) bool // Count's matchers
+	hits []int
+}
+
+// Count starts counting the calls that match m and returns a function that
+// reports how many have returned to the caller (whatever happened to
+// them).
+func (f *Faulty) Count(m func([]string) bool) func() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	i := len(f.seen)
+	f.seen = append(f.seen, m)
+	f.hits = append(f.hits, 0)
+	return func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.hits[i]
+	}
+}
+
+// Chaos makes every script call (EVAL, EVALSHA) fail with probability p,
+// with one of rules picked at random (their Match is ignored), on top of
+// the explicit rules. seed fixes the sequence.
+func (f *Faulty) Chaos(p float64, seed uint64, rules ...Rule) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.chaosP, f.chaosRules = p, rules
+	f.rnd = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	f.injected = make(map[string]int)
+}
+
+// Injected returns how many faults Chaos injected, by kind.
+func (f *Faulty) Injected() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]int, len(f.injected))
+	for k, v := range f.injected {
+		out[k] = v
+	}
+	return out
 }
 
 // NewFaulty wraps c.
@@ -109,6 +157,18 @@ func (f *Faulty) WaitLate() { f.late.Wait() }
 func (f *Faulty) match(cmds ...rueidis.Completed) *Rule {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.chaosP > 0 && len(f.chaosRules) > 0 && isScriptCall(cmds) && f.rnd.Float64() < f.chaosP {
+		r := f.chaosRules[f.rnd.IntN(len(f.chaosRules))]
+		if r.Fault == Late && r.Delay == 0 {
+			r.Delay = time.Duration(f.rnd.IntN(200)) * time.Millisecond
+		}
+		name := r.Fault.String()
+		if r.Fault == Refuse && r.Err != nil {
+			name = strings.Fields(r.Err.Error())[0]
+		}
+		f.injected[name]++
+		return &r
+	}
 	for _, r := range f.rules {
 		if r.hits >= r.Times {
 			continue
@@ -123,6 +183,15 @@ func (f *Faulty) match(cmds ...rueidis.Completed) *Rule {
 	return nil
 }
 
+func isScriptCall(cmds []rueidis.Completed) bool {
+	for _, c := range cmds {
+		if w := c.Commands(); len(w) > 0 && (strings.EqualFold(w[0], "EVALSHA") || strings.EqualFold(w[0], "EVAL")) {
+			return true
+		}
+	}
+	return false
+}
+
 // Do runs cmd, unless a rule says otherwise.
 func (f *Faulty) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	return f.DoMulti(ctx, cmd)[0]
@@ -130,6 +199,26 @@ func (f *Faulty) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRes
 
 // DoMulti runs cmds, unless a rule says otherwise.
 func (f *Faulty) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	var counted []int
+	f.mu.Lock()
+	for i, m := range f.seen {
+		for _, c := range cmds {
+			if m(c.Commands()) {
+				counted = append(counted, i)
+				break
+			}
+		}
+	}
+	f.mu.Unlock()
+	if len(counted) > 0 {
+		defer func() {
+			f.mu.Lock()
+			for _, i := range counted {
+				f.hits[i]++
+			}
+			f.mu.Unlock()
+		}()
+	}
 	r := f.match(cmds...)
 	if r == nil {
 		return f.Client.DoMulti(ctx, cmds...)

@@ -72,7 +72,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds; the report shows the median of the rounds")
 	flag.StringVar(&contenders, "contenders", "rlock,limit,bsm,redsync,rueidislock,redisson", "contenders to run")
 	flag.StringVar(&scenarios, "scenarios", "s1,s2,s3,s4,allocs", "scenarios to run")
-	flag.StringVar(&s1conc, "s1-conc", "1,16,256", "S1 goroutine counts")
+	flag.StringVar(&s1conc, "s1-conc", "1,4,16,256", "S1 goroutine counts")
 	flag.DurationVar(&o.s1Warm, "s1-warm", 300*time.Millisecond, "S1 warm-up per run")
 	flag.DurationVar(&o.s1Dur, "s1-dur", 2*time.Second, "S1 measured time per run")
 	flag.DurationVar(&o.s2Dur, "s2-dur", 2*time.Second, "S2 measured time per run (at least)")

@@ -270,6 +270,34 @@ func (r *runner) writeTargets(w func(string, ...any)) {
 			w("| S1, 256 goroutines: rlock ≥ %.1f× %s | %s ÷ %s pairs/s = **%.2f×** | %s |\n", t.want, display(t.c), num(rl.v), num(p.v), got, res)
 		}
 	}
+	if o.scenarios["s1"] {
+		// The core-faults issue's targets: at every concurrency at least
+		// 1.0x the bare scripts and bsm/redislock; at 256 goroutines at
+		// least 1.0x rueidislock.
+		for _, conc := range o.s1Conc {
+			rl := r.med(key("s1", conc, "rlock"), rate)
+			peers := []string{"limit", "bsm"}
+			if conc == 256 {
+				peers = append(peers, "rueidislock")
+			}
+			for _, c := range peers {
+				if !has(o.contenders, c) {
+					continue
+				}
+				p := r.med(key("s1", conc, c), rate)
+				if !rl.good() || !p.good() {
+					w("| S1, %d goroutines: rlock ≥ 1.0× %s | **not measured** (a run failed) | |\n", conc, display(c))
+					continue
+				}
+				got := rl.v / p.v
+				res := mark(got >= 1)
+				if got < 1 {
+					res += fmt.Sprintf(" by %.0f%%", 100*(1-got))
+				}
+				w("| S1, %d goroutines: rlock ≥ 1.0× %s | %s ÷ %s pairs/s = **%.2f×** | %s |\n", conc, display(c), num(rl.v), num(p.v), got, res)
+			}
+		}
+	}
 	if o.scenarios["allocs"] {
 		for _, g := range []string{"g16", "g1"} {
 			a, ok := r.allocs["rlock/"+g]
