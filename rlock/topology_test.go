@@ -162,6 +162,83 @@ func TestCluster(t *testing.T) {
 		require.NoError(t, waiterC.Lock(name).Unlock(rlock.WithOwner(ctx, 2)))
 	})
 
+	// Defect 8 with a real slot migration, and the rueidis ASK panic: while
+	// the lock's slot is MIGRATING, an unlock (3 keys, some on the source,
+	// some not) gets TRYAGAIN and is retried until the slot has moved; an
+	// acquisition of a fresh name in the slot gets ASK, which rueidis
+	// mishandles (it panics) when WAIT follows in the same pipeline.
+	t.Run("unlock and acquire during a slot migration", func(t *testing.T) {
+		c := topoClient(t, clusterRC(t, cl))
+		const name = "{mig}held"
+		me := rlock.WithOwner(ctx, 1)
+		require.NoError(t, c.Lock(name).Lock(me))
+		from, err := cl.MasterForKey(ctx, name)
+		require.NoError(t, err)
+		masters, err := cl.Masters(ctx)
+		require.NoError(t, err)
+		var to *redistest.Server
+		for _, m := range masters {
+			if m.Addr != from.Addr {
+				to = m
+				break
+			}
+		}
+		finish, err := cl.BeginMoveSlot(ctx, rlock.Slot(name), to)
+		require.NoError(t, err)
+		finished := false
+		defer func() {
+			if !finished {
+				_ = finish(ctx)
+			}
+		}()
+
+		// A fresh name in the migrating slot: the source answers ASK, and
+		// rueidis panics on the reply; the call ran on the target, and is
+		// settled once the slot has moved (multi-key calls get TRYAGAIN
+		// while the keys are split). Meanwhile an unlock of the held lock
+		// gets TRYAGAIN and is retried.
+		fresh := c.Lock("{mig}fresh")
+		other := rlock.WithOwner(ctx, 2)
+		type res struct {
+			ok  bool
+			err error
+		}
+		acquired := make(chan res, 1)
+		go func() { ok, err := fresh.TryLock(other, 0, 0); acquired <- res{ok, err} }()
+		unlocked := make(chan error, 1)
+		go func() { unlocked <- c.Lock(name).Unlock(me) }()
+		select {
+		case err := <-unlocked:
+			t.Fatalf("the unlock returned during the migration: %v", err)
+		case r := <-acquired:
+			t.Fatalf("the acquisition returned during the migration: %+v", r)
+		case <-time.After(300 * time.Millisecond):
+		}
+		require.NoError(t, finish(ctx))
+		finished = true
+		for range 2 {
+			select {
+			case err := <-unlocked:
+				require.NoError(t, err, "an unlock refused with TRYAGAIN must be retried")
+			case r := <-acquired:
+				require.NoError(t, r.err, "an acquisition redirected with ASK")
+				require.True(t, r.ok)
+			case <-time.After(15 * time.Second):
+				t.Fatal("a call did not return after the migration")
+			}
+		}
+		n, err := fresh.HoldCount(other)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n, "one acquisition, one level")
+		require.NoError(t, fresh.Unlock(other))
+		n, err = c.Lock(name).HoldCount(me)
+		require.NoError(t, err)
+		assert.Zero(t, n)
+		locked, err := c.Lock(name).IsLocked(ctx)
+		require.NoError(t, err)
+		assert.False(t, locked)
+	})
+
 	t.Run("failover of the lock's master", func(t *testing.T) {
 		rc := clusterRC(t, cl)
 		c := topoClient(t, rc, rlock.WithWatchdogTimeout(2*time.Second))

@@ -177,7 +177,9 @@ func (e *Engine) settle(ctx context.Context, deadline time.Time, c *Call, stop <
 	var bo Backoff
 	bg := context.WithoutCancel(ctx)
 	for {
-		r := e.X.Run(bg, scripts.Fence, []string{c.Name, c.fence()}, []string{c.Field, fenceTTLms})
+		// Unsynced: a plain call follows every redirect (rueidis mishandles
+		// ASK with WAIT in one pipeline), and the fence is idempotent.
+		r := e.X.RunPlain(bg, scripts.Fence, []string{c.Name, c.fence()}, []string{c.Field, fenceTTLms})
 		if r.Class == Done {
 			o := Outcome{Fenced: true, Recv: time.Now()}
 			if n, ok := Stale(r); ok {

@@ -197,6 +197,16 @@ func (e *Executor) cmdCtx(context.Context) (context.Context, context.CancelFunc)
 
 func noop() {}
 
+// RunPlain runs s once like Run, without replica sync (for the fence
+// script: idempotent, and a plain call follows every redirect).
+func (e *Executor) RunPlain(ctx context.Context, s *scripts.Script, keys, args []string) Reply {
+	cctx, cancel := e.cmdCtx(ctx)
+	defer cancel()
+	res := s.Exec(cctx, e.RC, keys, args)
+	class, err := Classify(ctx, res.Error())
+	return Reply{Res: res, Class: class, Err: err}
+}
+
 // Run runs s once (EVALSHA, then EVAL on NOSCRIPT, which proves the first
 // did not run), with WAIT after it when replica sync is on.
 func (e *Executor) Run(ctx context.Context, s *scripts.Script, keys, args []string) Reply {
@@ -220,9 +230,9 @@ func (e *Executor) Run(ctx context.Context, s *scripts.Script, keys, args []stri
 		class, err := Classify(ctx, res.Error())
 		return Reply{Res: res, Class: class, Err: err}
 	}
-	out := e.RC.DoMulti(cctx, s.EvalSHA(e.RC, keys, args), e.wait(replicas))
+	out := e.doMulti(cctx, s.EvalSHA(e.RC, keys, args), e.wait(replicas))
 	if isNoScript(out[0].Error()) {
-		out = e.RC.DoMulti(cctx, s.Eval(e.RC, keys, args), e.wait(replicas))
+		out = e.doMulti(cctx, s.Eval(e.RC, keys, args), e.wait(replicas))
 	}
 	class, cerr := Classify(ctx, out[0].Error())
 	r := Reply{Res: out[0], Class: class, Err: cerr, Replicas: replicas}
@@ -230,6 +240,27 @@ func (e *Executor) Run(ctx context.Context, s *scripts.Script, keys, args []stri
 		r.Acked, r.SyncErr = e.acked(ctx, keys[0], replicas, out[1])
 	}
 	return r
+}
+
+// errRueidisPanic stands for a panic of rueidis inside DoMulti.
+var errRueidisPanic = errors.New("rueidis panicked while handling the reply (ASK redirect with WAIT in one pipeline)")
+
+// doMulti is DoMulti that survives a panic of rueidis in the caller's
+// goroutine: rueidis v1.0.79 indexes out of range when an ASK redirect
+// hits a pipeline that holds a blocking command (WAIT), after the
+// redirected command already ran on the target node. The outcome is then
+// unknown, and settled like a lost reply.
+func (e *Executor) doMulti(ctx context.Context, cmds ...rueidis.Completed) (out []rueidis.RedisResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.Log.Warn("rlock: rueidis panicked in DoMulti; treating the outcome as unknown", "panic", fmt.Sprint(p))
+			out = make([]rueidis.RedisResult, len(cmds))
+			for i := range out {
+				out[i] = rueidis.NewErrorResult(fmt.Errorf("%w: %v", errRueidisPanic, p))
+			}
+		}
+	}()
+	return e.RC.DoMulti(ctx, cmds...)
 }
 
 func (e *Executor) wait(replicas int64) rueidis.Completed {
@@ -268,7 +299,7 @@ func (e *Executor) ResyncTimeout(ctx context.Context, key, marker string, timeou
 		return 0, replicas, err
 	}
 	wait := e.RC.B().Wait().Numreplicas(replicas).Timeout(max(1, timeout.Milliseconds())).Build()
-	out := e.RC.DoMulti(cctx, e.RC.B().Set().Key(marker).Value("1").Px(time.Minute).Build(), wait)
+	out := e.doMulti(cctx, e.RC.B().Set().Key(marker).Value("1").Px(time.Minute).Build(), wait)
 	if err := out[0].Error(); err != nil {
 		_, cerr := Classify(ctx, err)
 		return 0, replicas, cerr

@@ -287,17 +287,33 @@ func (c *RedisCluster) checkHealthy(ctx context.Context) error {
 // master to (CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE in batches,
 // SETSLOT NODE on all running masters), then waits for WaitHealthy.
 func (c *RedisCluster) MoveSlot(ctx context.Context, slot uint16, to *Server) error {
-	from, err := c.MasterForSlot(ctx, slot)
-	if err != nil || from == to {
+	finish, err := c.BeginMoveSlot(ctx, slot, to)
+	if err != nil {
 		return err
+	}
+	return finish(ctx)
+}
+
+// BeginMoveSlot starts moving slot to the master to: it marks the slot
+// IMPORTING on to and MIGRATING on its master, and stops there, so that
+// commands on the slot get ASK (a key already gone from the source) or
+// TRYAGAIN (a multi-key command whose keys are split) until finish
+// migrates the keys and hands the slot over, as MoveSlot does.
+func (c *RedisCluster) BeginMoveSlot(ctx context.Context, slot uint16, to *Server) (finish func(context.Context) error, err error) {
+	from, err := c.MasterForSlot(ctx, slot)
+	if err != nil {
+		return nil, err
+	}
+	if from == to {
+		return func(context.Context) error { return nil }, nil
 	}
 	fromID, err := from.DoString(ctx, "CLUSTER", "MYID")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	toID, err := to.DoString(ctx, "CLUSTER", "MYID")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s := strconv.Itoa(int(slot))
 	host, port, _ := strings.Cut(to.Addr, ":")
@@ -310,9 +326,14 @@ func (c *RedisCluster) MoveSlot(ctx context.Context, slot uint16, to *Server) er
 	}
 	for _, st := range steps {
 		if _, err := st.node.Do(ctx, st.args...); err != nil {
-			return fmt.Errorf("redistest: move slot %d: %s: %w", slot, strings.Join(st.args, " "), err)
+			return nil, fmt.Errorf("redistest: move slot %d: %s: %w", slot, strings.Join(st.args, " "), err)
 		}
 	}
+	return func(ctx context.Context) error { return c.finishMove(ctx, slot, from, to, toID, host, port) }, nil
+}
+
+func (c *RedisCluster) finishMove(ctx context.Context, slot uint16, from, to *Server, toID, host, port string) error {
+	s := strconv.Itoa(int(slot))
 	for {
 		keys, err := from.Do(ctx, "CLUSTER", "GETKEYSINSLOT", s, "100")
 		if err != nil {
