@@ -266,3 +266,34 @@ func TestExternalDeleteThenLostReplyOnReentry(t *testing.T) {
 	require.NoError(t, l.Unlock(me))
 	e.settled(t, "ext-del")
 }
+
+// Found in review: a hold this client takes after its own ForceUnlock's
+// delete ran (here: while the force unlock's reply is lost and resent)
+// keeps its record and its renewal.
+func TestForceUnlockSparesALaterHold(t *testing.T) {
+	srv := standaloneLocal(t)
+	e := newMatrixEnv(t, srv, rlock.WithWatchdogTimeout(600*time.Millisecond))
+	ctx := context.Background()
+	a, b := rlock.WithOwner(ctx, 1), rlock.WithOwner(ctx, 2)
+	l := e.c.Lock("force-later")
+	require.NoError(t, l.Lock(a))
+	// Cached, so that the lost reply is the script's, not a NOSCRIPT.
+	do(t, srv, "SCRIPT", "LOAD", scripts.ForceUnlock.Text())
+	var bctx context.Context
+	e.faulty.Inject(redistest.Rule{Match: isScript(scripts.ForceUnlock), Fault: redistest.LoseReply, After: func() {
+		require.NoError(t, l.Lock(b), "B locks after the delete")
+		var err error
+		bctx, err = l.HoldContext(b)
+		require.NoError(t, err)
+	}})
+	existed, err := l.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.True(t, existed)
+	require.NotNil(t, bctx)
+	time.Sleep(1800 * time.Millisecond) // three leases: B's hold must still be renewed
+	require.NoError(t, bctx.Err(), "B's hold ended: %v", context.Cause(bctx))
+	assert.Equal(t, int64(1), e.count(t, "force-later", 2))
+	require.NoError(t, l.Unlock(b))
+	assert.ErrorIs(t, l.Unlock(a), rlock.ErrNotHeld)
+	e.settled(t, "force-later")
+}

@@ -135,12 +135,14 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 	if l.err != nil {
 		return false, l.err
 	}
-	l.c.table.AbandonName(l.name, fmt.Errorf("%w: %q was force-unlocked", ErrLockLost, l.name))
+	held := l.c.table.AbandonName(l.name, fmt.Errorf("%w: %q was force-unlocked", ErrLockLost, l.name))
 	existed, err := l.c.eng.ForceDelete(ctx, scripts.ForceUnlock, l.name,
 		func(latch string) []string { return []string{l.name, l.spec.Channel, latch} },
 		[]string{"0", l.c.eng.Publish})
 	if err == nil || errors.Is(err, ErrNoSyncedReplicas) {
-		l.c.table.ZeroName(l.name) // deleted: no hold of this client is left
+		// Deleted: the holds abandoned above are gone; one taken by this
+		// client since (after the delete) is not touched.
+		l.c.table.Zero(held)
 	}
 	return existed, err
 }

@@ -182,6 +182,7 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 			case r < 0:
 				return time.Duration(-2-r) * time.Millisecond, false, nil
 			case r == 0:
+				h.BurnFence()
 				return 0, false, fmt.Errorf("rlock: %q: acquire: fenced on a fresh fence key", s.Name)
 			}
 			n = int(r)

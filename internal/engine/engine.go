@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -150,8 +151,14 @@ func (e *Engine) Exactly(ctx context.Context, deadline time.Time, c *Call) (Outc
 		switch r.Class {
 		case Done:
 			return Outcome{Reply: r, Recv: time.Now()}, nil
-		case Failed, Closed:
+		case Failed:
 			return Outcome{}, r.Err
+		case Closed:
+			if e.Closed() {
+				return Outcome{}, r.Err
+			}
+			// rueidis closed a connection with the call written (a
+			// topology change): it may have run. Settle it.
 		case NotRun:
 			d := bo.Next()
 			if time.Now().Add(d).After(deadline) {
@@ -193,7 +200,10 @@ func (e *Engine) settle(ctx context.Context, deadline time.Time, c *Call, stop <
 			o.Count = int(n)
 			return o, nil
 		}
-		if r.Class == Failed || r.Class == Closed {
+		if r.Class == Failed {
+			return Outcome{}, &permanentError{r.Err}
+		}
+		if r.Class == Closed && e.Closed() {
 			return Outcome{}, r.Err
 		}
 		d := bo.Next()
@@ -209,6 +219,12 @@ func (e *Engine) settle(ctx context.Context, deadline time.Time, c *Call, stop <
 		}
 	}
 }
+
+// permanentError is a fence call Redis refused for good.
+type permanentError struct{ err error }
+
+func (p *permanentError) Error() string { return p.err.Error() }
+func (p *permanentError) Unwrap() error { return p.err }
 
 // Later settles c in the background, after a call that returned
 // ErrUnresolved, and then calls then with the owner's count after the
@@ -226,6 +242,13 @@ func (e *Engine) Later(h *hold.Hold, c *Call, then func(o Outcome) (keep bool)) 
 				if then(o) {
 					return
 				}
+				break
+			}
+			var perm *permanentError
+			if errors.As(err, &perm) {
+				// The fence can never run (an ACL, say): give the slot
+				// back; the hold, if any, expires with its lease.
+				e.X.Log.Warn("rlock: cannot settle a lost reply; the hold, if any, expires with its lease", "lock", c.Name, "err", err)
 				break
 			}
 			select { // a permanent error must not spin

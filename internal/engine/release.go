@@ -122,7 +122,8 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			return int(r), nil, false
 		case r == -1:
 			return 0, e.notHeld(s, field), false
-		default:
+		default: // -2: fenced on a key that should have been fresh
+			h.BurnFence()
 			return 0, fmt.Errorf("rlock: %q: unlock: unexpected reply %d", s.Name, r), false
 		}
 	}

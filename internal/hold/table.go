@@ -359,33 +359,46 @@ func (t *Table) End(h *Hold, cause error) {
 	r.wait()
 }
 
+// Abandoned names holds abandoned by AbandonName, for Zero.
+type Abandoned []struct {
+	h   *Hold
+	gen uint64
+}
+
 // AbandonName abandons (see Abandon) every hold of this client on the lock
 // name (all kinds), as a force unlock does first, and waits for rounds in
-// flight that include them. ZeroName then records that they are gone.
-func (t *Table) AbandonName(name string, cause error) {
+// flight that include them. Zero then records that those holds, and not
+// any taken since, are gone.
+func (t *Table) AbandonName(name string, cause error) Abandoned {
 	var rounds []*Round
+	var out Abandoned
 	t.mu.Lock()
 	for k, h := range t.m {
 		if k.Name == name && h.count > 0 {
 			rounds = append(rounds, h.inflight)
 			t.abandonLocked(h, cause)
+			out = append(out, struct {
+				h   *Hold
+				gen uint64
+			}{h, h.gen})
 		}
 	}
 	t.mu.Unlock()
 	for _, r := range rounds {
 		r.wait()
 	}
+	return out
 }
 
-// ZeroName records that every hold on the lock name is gone (a force
-// unlock deleted it).
-func (t *Table) ZeroName(name string) {
+// Zero records that the abandoned holds are gone (a force unlock deleted
+// the lock); a hold begun since (a new generation) is left alone.
+func (t *Table) Zero(a Abandoned) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for k, h := range t.m {
-		if k.Name == name && h.count > 0 {
-			t.endLocked(h, ErrLockLost, false)
-			t.forget(h)
+	for _, x := range a {
+		if x.h.gen == x.gen && x.h.count > 0 {
+			t.endLocked(x.h, ErrLockLost, false)
+			t.forget(x.h)
 		}
 	}
 }
@@ -393,8 +406,7 @@ func (t *Table) ZeroName(name string) {
 // EndName ends every hold of this client on the lock name (all kinds) and
 // waits for rounds in flight that include them.
 func (t *Table) EndName(name string, cause error) {
-	t.AbandonName(name, cause)
-	t.ZeroName(name)
+	t.Zero(t.AbandonName(name, cause))
 }
 
 // endLocked ends the current hold of h, if any; t.mu is held. report says

@@ -54,6 +54,10 @@ type Rule struct {
 	Err   error         // Refuse: the Redis error to return (see RedisError)
 	Delay time.Duration // Late: how long the request is held up
 	Times int           // how many calls it hits (0: one)
+	// After, for LoseReply, runs once the call ran on Redis and before
+	// the caller learns of the lost reply: something that happens in the
+	// window between a call's effect and its caller's next step.
+	After func()
 
 	hits int
 }
@@ -235,6 +239,9 @@ func (f *Faulty) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueid
 		return fail(ErrInjected)
 	case LoseReply:
 		f.Client.DoMulti(context.WithoutCancel(ctx), cmds...)
+		if r.After != nil {
+			r.After()
+		}
 		return fail(ErrInjected)
 	case Late:
 		f.late.Add(1)
