@@ -277,6 +277,20 @@ func TestCluster(t *testing.T) {
 	})
 }
 
+// masterAndReplica returns the Sentinel group's master and its replica.
+func masterAndReplica(t *testing.T, g *redistest.SentinelGroup) (master, replica *redistest.Server) {
+	t.Helper()
+	master, err := g.Master(context.Background())
+	require.NoError(t, err)
+	for _, s := range g.DataNodes() {
+		if s.Addr != master.Addr {
+			replica = s
+		}
+	}
+	require.NotNil(t, replica)
+	return master, replica
+}
+
 func TestSentinel(t *testing.T) {
 	g := redistest.Sentinel(t)
 	ctx := context.Background()
@@ -295,15 +309,7 @@ func TestSentinel(t *testing.T) {
 		require.True(t, ok)
 		require.NoError(t, l.Unlock(ctx))
 
-		master, err := g.Master(ctx)
-		require.NoError(t, err)
-		var replica *redistest.Server
-		for _, s := range g.DataNodes() {
-			if s.Addr != master.Addr {
-				replica = s
-			}
-		}
-		require.NotNil(t, replica)
+		master, replica := masterAndReplica(t, g)
 		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGSTOP))
 		stopped := true
 		defer func() {
@@ -339,15 +345,7 @@ func TestSentinel(t *testing.T) {
 		l := c.Lock("unsynced-unlock")
 		require.NoError(t, l.Lock(me))
 		require.NoError(t, l.Lock(me))
-		master, err := g.Master(ctx)
-		require.NoError(t, err)
-		var replica *redistest.Server
-		for _, s := range g.DataNodes() {
-			if s.Addr != master.Addr {
-				replica = s
-			}
-		}
-		require.NotNil(t, replica)
+		_, replica := masterAndReplica(t, g)
 		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGSTOP))
 		stopped := true
 		defer func() {

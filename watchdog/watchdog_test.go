@@ -188,10 +188,10 @@ func TestEndWaitsForInflightRound(t *testing.T) {
 	f.add(t, k)
 	<-entered
 	removed := make(chan struct{})
-	go func() { f.tab.EndName("k", hold.ErrLockLost); close(removed) }()
+	go func() { f.tab.Zero(f.tab.AbandonName("k", hold.ErrLockLost)); close(removed) }()
 	select {
 	case <-removed:
-		t.Fatal("EndName returned while a renewal of the hold was in flight")
+		t.Fatal("AbandonName returned while a renewal of the hold was in flight")
 	case <-time.After(50 * time.Millisecond):
 	}
 	close(release)

@@ -348,17 +348,6 @@ func (t *Table) armLocked(h *Hold) {
 	}
 }
 
-// End ends h with cause: its HoldContexts are cancelled, its renewal stops
-// (after any round in flight that includes it has finished, so that no
-// renewal is sent for it once End returns) and the end handler learns of it.
-func (t *Table) End(h *Hold, cause error) {
-	t.mu.Lock()
-	r := h.inflight
-	t.endLocked(h, cause, true)
-	t.mu.Unlock()
-	r.wait()
-}
-
 // Abandoned names holds abandoned by AbandonName, for Zero.
 type Abandoned []struct {
 	h   *Hold
@@ -401,12 +390,6 @@ func (t *Table) Zero(a Abandoned) {
 			t.forget(x.h)
 		}
 	}
-}
-
-// EndName ends every hold of this client on the lock name (all kinds) and
-// waits for rounds in flight that include them.
-func (t *Table) EndName(name string, cause error) {
-	t.Zero(t.AbandonName(name, cause))
 }
 
 // endLocked ends the current hold of h, if any; t.mu is held. report says

@@ -71,7 +71,6 @@ type Faulty struct {
 	mu    sync.Mutex
 	rules []*Rule
 	late  sync.WaitGroup
-	ran   chan []string // commands sent late, once they have run
 
 	chaosP     float64 // Chaos: the chance that a script call is hit
 	chaosRules []Rule
@@ -121,7 +120,7 @@ func (f *Faulty) Injected() map[string]int {
 }
 
 // NewFaulty wraps c.
-func NewFaulty(c rueidis.Client) *Faulty { return &Faulty{Client: c, ran: make(chan []string, 64)} }
+func NewFaulty(c rueidis.Client) *Faulty { return &Faulty{Client: c} }
 
 // Inject adds a rule.
 func (f *Faulty) Inject(r Rule) {
@@ -150,10 +149,6 @@ func (f *Faulty) Pending() int {
 	}
 	return n
 }
-
-// LateRan returns a channel that receives the first command of each late
-// call once it has run on Redis.
-func (f *Faulty) LateRan() <-chan []string { return f.ran }
 
 // WaitLate waits for every late call to have been sent.
 func (f *Faulty) WaitLate() { f.late.Wait() }
@@ -245,15 +240,10 @@ func (f *Faulty) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueid
 		return fail(ErrInjected)
 	case Late:
 		f.late.Add(1)
-		words := cmds[0].Commands()
 		go func() {
 			defer f.late.Done()
 			time.Sleep(r.Delay)
 			f.Client.DoMulti(context.Background(), cmds...)
-			select {
-			case f.ran <- words:
-			default:
-			}
 		}()
 		return fail(context.DeadlineExceeded)
 	case Refuse:
