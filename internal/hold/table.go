@@ -272,10 +272,13 @@ func (t *Table) Observe(h *Hold, count int) {
 		return
 	}
 	// Redis holds more than the record says (a lease this client counted
-	// as run out is still alive): count it, unrenewed, until its lease.
+	// as run out is still alive): count it; a record that had ended is
+	// not renewed, and runs out with its lease.
+	if h.count == 0 {
+		h.watchdog = 0
+		h.set, h.recv = time.Now(), time.Now()
+	}
 	h.count = count
-	h.watchdog = 0
-	h.set, h.recv = time.Now(), time.Now()
 	t.armLocked(h)
 }
 
