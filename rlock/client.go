@@ -212,7 +212,8 @@ const kindLock hold.Kind = 0
 
 // New returns a Client that locks through rc, whatever its topology
 // (standalone, sentinel or cluster). rc stays the caller's: Close does not
-// close it. In PubSubAuto mode on a cluster, New asks the server whether it
+// close it. Do not set rueidis' ClientOption.ConnLifetime on rc: rueidis
+// then resends a script by itself when a connection expires under it. In PubSubAuto mode on a cluster, New asks the server whether it
 // supports sharded pub/sub.
 func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if rc == nil {
