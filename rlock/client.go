@@ -201,8 +201,7 @@ type Client struct {
 	hub   *pubsub.Hub
 	wd    *watchdog.Watchdog
 
-	watchdogMs string
-	fields     [256]atomic.Pointer[ownerField]
+	fields [256]atomic.Pointer[ownerField]
 
 	closed atomic.Bool
 }
@@ -240,11 +239,10 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		cfg.sync = defaultReplicaSync(mode == rueidis.ClientModeCluster || mode == rueidis.ClientModeSentinel)
 	}
 	c := &Client{
-		rc:         rc,
-		id:         uuid.NewString(),
-		cfg:        cfg,
-		cluster:    mode == rueidis.ClientModeCluster,
-		watchdogMs: strconv.FormatInt(cfg.watchdogTimeout.Milliseconds(), 10),
+		rc:      rc,
+		id:      uuid.NewString(),
+		cfg:     cfg,
+		cluster: mode == rueidis.ClientModeCluster,
 	}
 	sharded := false
 	switch cfg.pubsub {
@@ -272,7 +270,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	if sharded {
 		e.Publish = "SPUBLISH"
 	}
-	e.WatchdogTimeout, e.WatchdogMs = cfg.watchdogTimeout, c.watchdogMs
+	e.WatchdogTimeout, e.WatchdogMs = cfg.watchdogTimeout, strconv.FormatInt(cfg.watchdogTimeout.Milliseconds(), 10)
 	e.SubscriptionTimeout = cfg.subscriptionTimeout
 	e.Budget = retryAttempts * cfg.commandTimeout
 	c.eng = e
@@ -386,7 +384,7 @@ func (c *Client) renew(ctx context.Context, kind hold.Kind, batches [][]hold.Key
 	for i, b := range batches {
 		keys := make([]string, len(b))
 		args := make([]string, len(b)+1)
-		args[0] = c.watchdogMs
+		args[0] = c.eng.WatchdogMs
 		for j, h := range b {
 			keys[j] = h.Name
 			args[j+1] = h.Field

@@ -33,6 +33,23 @@ func clusterRC(t *testing.T, cl *redistest.RedisCluster) rueidis.Client {
 	return rc
 }
 
+// otherMaster returns a master of cl that does not hold key's slot.
+func otherMaster(t *testing.T, cl *redistest.RedisCluster, key string) *redistest.Server {
+	t.Helper()
+	ctx := context.Background()
+	from, err := cl.MasterForKey(ctx, key)
+	require.NoError(t, err)
+	masters, err := cl.Masters(ctx)
+	require.NoError(t, err)
+	for _, m := range masters {
+		if m.Addr != from.Addr {
+			return m
+		}
+	}
+	t.Fatalf("no master other than %s", from.Addr)
+	return nil
+}
+
 // One cluster serves all the cluster subtests: starting one takes seconds.
 func TestCluster(t *testing.T) {
 	cl := redistest.Cluster(t)
@@ -137,17 +154,7 @@ func TestCluster(t *testing.T) {
 		go func() { got <- waiterC.Lock(name).Lock(wctx) }()
 		require.Eventually(t, func() bool { return waiterC.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
 
-		from, err := cl.MasterForKey(ctx, name)
-		require.NoError(t, err)
-		masters, err := cl.Masters(ctx)
-		require.NoError(t, err)
-		var to *redistest.Server
-		for _, m := range masters {
-			if m.Addr != from.Addr {
-				to = m
-				break
-			}
-		}
+		to := otherMaster(t, cl, name)
 		require.NoError(t, cl.MoveSlot(ctx, rlock.Slot(name), to))
 		now, err := cl.MasterForKey(ctx, name)
 		require.NoError(t, err)
@@ -172,17 +179,7 @@ func TestCluster(t *testing.T) {
 		const name = "{mig}held"
 		me := rlock.WithOwner(ctx, 1)
 		require.NoError(t, c.Lock(name).Lock(me))
-		from, err := cl.MasterForKey(ctx, name)
-		require.NoError(t, err)
-		masters, err := cl.Masters(ctx)
-		require.NoError(t, err)
-		var to *redistest.Server
-		for _, m := range masters {
-			if m.Addr != from.Addr {
-				to = m
-				break
-			}
-		}
+		to := otherMaster(t, cl, name)
 		finish, err := cl.BeginMoveSlot(ctx, rlock.Slot(name), to)
 		require.NoError(t, err)
 		finished := false

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"regexp"
 	"strconv"
@@ -24,6 +25,13 @@ func TestMain(m *testing.M) {
 	redistest.VerifyTestMain(m)
 }
 
+// contention is the stress tests' set-up: three worker processes of four
+// goroutines on four names, 1.5s leases, sections up to 8ms.
+func contention(addr string, stderr io.Writer) Config {
+	return Config{Redis: addr, Procs: 3, Goroutines: 4, Names: 4, Watchdog: 1500 * time.Millisecond,
+		Lease: 1500 * time.Millisecond, MaxHold: 8 * time.Millisecond, Stderr: stderr}
+}
+
 // Three worker processes of four goroutines contend for four locks for
 // about 30s while a random worker is SIGKILLed (and replaced) every ~2.5s:
 // no two critical sections on a name overlap, except after a killed
@@ -31,18 +39,9 @@ func TestMain(m *testing.M) {
 func TestStress(t *testing.T) {
 	srv := redistest.Standalone(t)
 	var stderr syncBuffer
-	rep, err := Run(context.Background(), Config{
-		Redis:      srv.Addr,
-		Procs:      3,
-		Goroutines: 4,
-		Names:      4,
-		Duration:   28 * time.Second,
-		KillEvery:  2500 * time.Millisecond,
-		Watchdog:   1500 * time.Millisecond,
-		Lease:      1500 * time.Millisecond,
-		MaxHold:    8 * time.Millisecond,
-		Stderr:     &stderr,
-	})
+	cfg := contention(srv.Addr, &stderr)
+	cfg.Duration, cfg.KillEvery = 28*time.Second, 2500*time.Millisecond
+	rep, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	var out bytes.Buffer
 	rep.Print(&out)
@@ -70,19 +69,9 @@ func TestStress(t *testing.T) {
 func TestStressWithFaults(t *testing.T) {
 	srv := redistest.Standalone(t)
 	var stderr syncBuffer
-	rep, err := Run(context.Background(), Config{
-		Redis:      srv.Addr,
-		Procs:      3,
-		Goroutines: 4,
-		Names:      4,
-		Duration:   20 * time.Second,
-		KillEvery:  3 * time.Second,
-		Watchdog:   1500 * time.Millisecond,
-		Lease:      1500 * time.Millisecond,
-		MaxHold:    8 * time.Millisecond,
-		Faults:     0.05,
-		Stderr:     &stderr,
-	})
+	cfg := contention(srv.Addr, &stderr)
+	cfg.Duration, cfg.KillEvery, cfg.Faults = 20*time.Second, 3*time.Second, 0.05
+	rep, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	var out bytes.Buffer
 	rep.Print(&out)
