@@ -13,6 +13,7 @@ import (
 
 	"github.com/goredisson/locks/internal/engine"
 	"github.com/goredisson/locks/internal/hold"
+	"github.com/goredisson/locks/internal/names"
 	"github.com/goredisson/locks/pubsub"
 	"github.com/goredisson/locks/scripts"
 	"github.com/goredisson/locks/watchdog"
@@ -201,13 +202,11 @@ type Client struct {
 	hub   *pubsub.Hub
 	wd    *watchdog.Watchdog
 
-	fields [256]atomic.Pointer[ownerField]
+	fields  [256]atomic.Pointer[ownerField]
+	wfields [64]atomic.Pointer[ownerField]
 
 	closed atomic.Bool
 }
-
-// kindLock is the plain lock's kind in the hold table.
-const kindLock hold.Kind = 0
 
 // New returns a Client that locks through rc, whatever its topology
 // (standalone, sentinel or cluster). rc stays the caller's: Close does not
@@ -340,9 +339,9 @@ func (c *Client) Stats() Stats {
 // name is the Redis key, with no prefix. It is cheap and does no I/O. An
 // invalid name is reported by the Lock's methods.
 func (c *Client) Lock(name string) *Lock {
-	l := &Lock{c: c, name: name, err: checkName(name, c.cluster)}
+	l := &Lock{c.newBase(name)}
 	if l.err == nil {
-		l.spec = c.lockSpec(name)
+		l.spec = c.lockSpec(name, lockVariant{})
 	}
 	return l
 }
@@ -365,6 +364,18 @@ type ownerField struct {
 	field string
 }
 
+// writeField returns the owner's write-lock field "<clientId>:<owner>:write"
+// (contract 4.1), cached as field is.
+func (c *Client) writeField(owner int64) string {
+	slot := &c.wfields[uint64(owner)%uint64(len(c.wfields))]
+	if f := slot.Load(); f != nil && f.owner == owner {
+		return f.field
+	}
+	f := &ownerField{owner: owner, field: c.field(owner) + ":write"}
+	slot.Store(f)
+	return f.field
+}
+
 // onEnd is the hold table's end handler: a hold ended without its owner's
 // unlock. It runs on the table's notifier goroutine.
 func (c *Client) onEnd(k hold.Key, cause error) {
@@ -375,18 +386,30 @@ func (c *Client) onEnd(k hold.Key, cause error) {
 	}
 }
 
-// renew is the watchdog's renewer for plain locks: one script call per
-// batch, pipelined in chunks (or one synced call per batch with replica
-// sync), each batch retried while Redis refuses it or its reply is lost
-// (renewal is idempotent) until ctx ends.
+// renew is the watchdog's renewer: one script call per batch (renew.lua
+// for plain and write holds, renew_read.lua for read holds, which also
+// extends their timeout keys), pipelined in chunks (or one synced call per
+// batch with replica sync), each batch retried while Redis refuses it or
+// its reply is lost (renewal is idempotent) until ctx ends.
 func (c *Client) renew(ctx context.Context, kind hold.Kind, batches [][]hold.Key) []watchdog.Result {
+	script := scripts.Renew
+	if kind == kindRead {
+		script = scripts.RenewRead
+	}
 	calls := make([]scripts.Call, len(batches))
 	for i, b := range batches {
-		keys := make([]string, len(b))
+		per := 1
+		if kind == kindRead {
+			per = 2
+		}
+		keys := make([]string, 0, per*len(b))
 		args := make([]string, len(b)+1)
 		args[0] = c.eng.WatchdogMs
 		for j, h := range b {
-			keys[j] = h.Name
+			keys = append(keys, h.Name)
+			if kind == kindRead {
+				keys = append(keys, names.ReadTimeoutPrefix(h.Name, h.Field))
+			}
 			args[j+1] = h.Field
 		}
 		calls[i] = scripts.Call{Keys: keys, Args: args}
@@ -405,7 +428,7 @@ func (c *Client) renew(ctx context.Context, kind hold.Kind, batches [][]hold.Key
 	var bo engine.Backoff
 	for len(pending) > 0 {
 		var retry []int
-		c.renewOnce(ctx, calls, pending, out)
+		c.renewOnce(ctx, script, calls, pending, out)
 		for _, i := range pending {
 			if out[i].Err != nil {
 				retry = append(retry, i)
@@ -447,7 +470,7 @@ func (c *Client) syncRenewals(ctx context.Context, batches [][]hold.Key) {
 }
 
 // renewOnce sends the renewal calls idx once and fills their results.
-func (c *Client) renewOnce(ctx context.Context, calls []scripts.Call, idx []int, out []watchdog.Result) {
+func (c *Client) renewOnce(ctx context.Context, script *scripts.Script, calls []scripts.Call, idx []int, out []watchdog.Result) {
 	set := func(i int, res rueidis.RedisResult, err error) {
 		out[i] = watchdog.Result{}
 		if err != nil {
@@ -455,8 +478,8 @@ func (c *Client) renewOnce(ctx context.Context, calls []scripts.Call, idx []int,
 			return
 		}
 		vals, err := res.AsIntSlice()
-		if err == nil && len(vals) != len(calls[i].Keys) {
-			err = fmt.Errorf("rlock: renew script returned %d results for %d keys", len(vals), len(calls[i].Keys))
+		if err == nil && len(vals) != len(calls[i].Args)-1 {
+			err = fmt.Errorf("rlock: %s script returned %d results for %d holds", script, len(vals), len(calls[i].Args)-1)
 		}
 		if err != nil {
 			out[i].Err = err
@@ -482,7 +505,7 @@ func (c *Client) renewOnce(ctx context.Context, calls []scripts.Call, idx []int,
 		for k, i := range idx[lo:hi] {
 			part[k] = calls[i]
 		}
-		for k, r := range scripts.Renew.ExecMulti(ctx, c.rc, part) {
+		for k, r := range script.ExecMulti(ctx, c.rc, part) {
 			_, err := engine.Classify(ctx, r.Error())
 			set(idx[lo+k], r, err)
 		}

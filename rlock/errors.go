@@ -16,6 +16,11 @@ var (
 	// IllegalMonitorStateException in the same situations.
 	ErrNotHeld = engine.ErrNotHeld
 
+	// ErrAlreadyHeld: the owner of a non-reentrant lock tried to take it
+	// again. Redisson throws IllegalMonitorStateException (its script's
+	// NON_REENTRANT_REACQUIRE error) in the same situation.
+	ErrAlreadyHeld = engine.ErrAlreadyHeld
+
 	// ErrLockLost: a hold ended without the owner's Unlock: the watchdog
 	// found it gone (expired, force-unlocked, Redis restarted), could not
 	// renew it in time, an Unlock found it gone, or an Unlock's outcome

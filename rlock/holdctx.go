@@ -25,11 +25,11 @@ import (
 // against Redis); resources are freed when the context ends. The
 // cancellations run on a goroutine of the Client's, never the caller's nor
 // the renewal's.
-func (l *Lock) HoldContext(ctx context.Context) (context.Context, error) {
+func (l *base) HoldContext(ctx context.Context) (context.Context, error) {
 	if l.err != nil {
 		return nil, l.err
 	}
-	k := hold.Key{Kind: kindLock, Name: l.name, Field: l.c.field(ownerOf(ctx))}
+	k := hold.Key{Kind: l.spec.Kind, Name: l.name, Field: l.field(ctx)}
 	hctx, cancel := context.WithCancelCause(ctx)
 	id, ok, err := l.c.table.Watch(k, cancel)
 	if err != nil {

@@ -33,7 +33,7 @@ type Info struct {
 // trips (the hash and TTL pipelined, then the keyless subscriber count,
 // which a cluster client may send to another node). It works for locks
 // held by any client, Go or Java.
-func (l *Lock) Inspect(ctx context.Context) (Info, error) {
+func (l *base) Inspect(ctx context.Context) (Info, error) {
 	if l.err != nil {
 		return Info{}, l.err
 	}

@@ -10,6 +10,14 @@ import (
 // "redisson_lock__channel:{<name>}" (Redisson's prefixName rule).
 func ChannelName(name string) string { return names.LockChannel(name) }
 
+// RWLockChannelName returns the pub/sub channel of the read-write lock
+// called name, "redisson_rwlock:{<name>}".
+func RWLockChannelName(name string) string { return names.RWLockChannel(name) }
+
+// TokenName returns the key of the fenced lock called name's token counter,
+// "redisson_lock_token:{<name>}".
+func TokenName(name string) string { return names.Token(name) }
+
 // Slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the
 // key, or of its hash tag (the text between the first "{" and the next "}",
 // when that is not empty), modulo 16384.

@@ -1,36 +1,54 @@
 -- acquire: take or re-enter a Redisson RLock (contract 1.2), fenced and
--- checked against the count the caller expects.
+-- checked against the count the caller expects. It also serves the spin
+-- lock (5.1, the same data), the fenced lock (5.2: with a token key) and
+-- the non-reentrant lock (5.3: with ARGV[5] "n").
 --
 -- KEYS[1]  lock key (the raw name)
--- KEYS[2]  this call's fence key "goredisson_fence:{<raw>}:<32 hex id>"
+-- KEYS[2]  fenced lock only: the token key "redisson_lock_token:{<raw>}"
+-- KEYS[#]  (the last) this call's fence key "goredisson_fence:{<raw>}:<32 hex id>"
 -- ARGV[1]  lease in milliseconds (the caller's lease, or the watchdog timeout)
 -- ARGV[2]  owner field "<clientId>:<ownerId>"
 -- ARGV[3]  the count of ARGV[2] the caller expects to find (its record)
 -- ARGV[4]  fence TTL in milliseconds
+-- ARGV[5]  optional: "n" for a non-reentrant lock
 --
 -- Replies (this library's own encoding; Java never reads them):
 --   n > 0   acquired or re-entered: ARGV[2]'s count is now n, the TTL ARGV[1]
+--   {n, t}  the same for a fenced lock: t is the token this grant INCRed
+--           (also kept in the fence key as "t<t>", so that fence.lua can
+--           tell it after a lost reply; the caller then takes a new fence)
 --   0       fenced: the fence key exists (see fence.lua), nothing was done
 --   r < 0   held by another owner; its PTTL is -2 - r (-1: no expiry)
 --   {c}     refused: ARGV[2]'s count is c, not ARGV[3] (the hold changed
 --           behind the caller's back: expired, force-unlocked); nothing was
---           done but marking KEYS[2] "s", so that fence.lua can tell
+--           done but marking the fence key "s", so that fence.lua can tell
+--   HELD    (status) non-reentrant and ARGV[2] holds it: nothing was done
+--           (Redisson replies with the error NON_REENTRANT_REACQUIRE)
 --
--- The data it writes is exactly Redisson's (HINCRBY, PEXPIRE). Not
+-- The data it writes is exactly Redisson's (HINCRBY, PEXPIRE, INCR). Not
 -- idempotent: it is never resent while an earlier call may still run; a
 -- lost reply is settled with fence.lua. It runs only when the count is the
 -- expected one, so a settled call ran exactly when the count moved by one.
-if redis.call('exists', KEYS[2]) == 1 then
+local fence = KEYS[#KEYS]
+if redis.call('exists', fence) == 1 then
     return 0
 end
 local prior = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or 0)
 if prior ~= tonumber(ARGV[3]) then
-    redis.call('set', KEYS[2], 's', 'px', ARGV[4])
+    redis.call('set', fence, 's', 'px', ARGV[4])
     return {prior}
+end
+if prior > 0 and ARGV[5] == 'n' then
+    return redis.status_reply('HELD')
 end
 if prior > 0 or redis.call('exists', KEYS[1]) == 0 then
     local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
+    if #KEYS == 3 then
+        local t = redis.call('incr', KEYS[2])
+        redis.call('set', fence, 't' .. t, 'px', ARGV[4])
+        return {n, t}
+    end
     return n
 end
 return -2 - redis.call('pttl', KEYS[1])

@@ -36,6 +36,18 @@ var (
 	renewText string
 	//go:embed fence.lua
 	fenceText string
+	//go:embed read_acquire.lua
+	readAcquireText string
+	//go:embed read_unlock.lua
+	readUnlockText string
+	//go:embed write_acquire.lua
+	writeAcquireText string
+	//go:embed write_unlock.lua
+	writeUnlockText string
+	//go:embed renew_read.lua
+	renewReadText string
+	//go:embed read_locked.lua
+	readLockedText string
 )
 
 // The lock scripts. See the header of each .lua file for KEYS, ARGV and
@@ -46,6 +58,13 @@ var (
 	ForceUnlock = New("force_unlock", forceUnlockText)
 	Renew       = New("renew", renewText)
 	Fence       = New("fence", fenceText)
+
+	ReadAcquire  = New("read_acquire", readAcquireText)
+	ReadUnlock   = New("read_unlock", readUnlockText)
+	WriteAcquire = New("write_acquire", writeAcquireText)
+	WriteUnlock  = New("write_unlock", writeUnlockText)
+	RenewRead    = New("renew_read", renewReadText)
+	ReadLocked   = New("read_locked", readLockedText)
 )
 
 // Script is a Lua script with its SHA-1, safe for concurrent use.

@@ -7,13 +7,15 @@
 -- ARGV[1]  unlock message, always "0"
 -- ARGV[2]  lease in milliseconds restored after a partial unlock
 -- ARGV[3]  owner field "<clientId>:<ownerId>"
--- ARGV[4]  publish command: "PUBLISH" or "SPUBLISH"
+-- ARGV[4]  publish command: "PUBLISH" or "SPUBLISH"; "" publishes nothing
+--          (the spin lock, contract 5.1)
 -- ARGV[5]  the count of ARGV[3] the caller expects to find (its record)
 -- ARGV[6]  fence TTL in milliseconds
 --
 -- Replies (this library's own encoding; Java never reads them):
 --   n > 0   partial unlock: ARGV[3]'s count is now n, the TTL ARGV[2]
 --   0       the lock was deleted and ARGV[1] published on KEYS[2]
+--           (KEYS[2] is then unused when ARGV[4] is "")
 --   -1      ARGV[3] does not hold the lock (and the caller expected that)
 --   -2      fenced: the fence key exists (see fence.lua), nothing was done
 --   {c}     refused: ARGV[3]'s count is c, not ARGV[5]; nothing was done
@@ -40,5 +42,7 @@ if n > 0 then
     return n
 end
 redis.call('del', KEYS[1])
-redis.call(ARGV[4], KEYS[2], ARGV[1])
+if ARGV[4] ~= '' then
+    redis.call(ARGV[4], KEYS[2], ARGV[1])
+end
 return 0

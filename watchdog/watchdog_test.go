@@ -188,7 +188,7 @@ func TestEndWaitsForInflightRound(t *testing.T) {
 	f.add(t, k)
 	<-entered
 	removed := make(chan struct{})
-	go func() { f.tab.Zero(f.tab.AbandonName("k", hold.ErrLockLost)); close(removed) }()
+	go func() { f.tab.Zero(f.tab.AbandonName("k", 0, hold.ErrLockLost)); close(removed) }()
 	select {
 	case <-removed:
 		t.Fatal("AbandonName returned while a renewal of the hold was in flight")

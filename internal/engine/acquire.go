@@ -18,11 +18,18 @@ import (
 // renews the hold. It reports whether the lock was taken; ctx's error when
 // ctx ended first (an acquisition that raced it is undone).
 func (e *Engine) Acquire(ctx context.Context, s *Spec, field string, wait, lease time.Duration) (bool, error) {
+	_, ok, err := e.AcquireToken(ctx, s, field, wait, lease)
+	return ok, err
+}
+
+// AcquireToken is Acquire that also returns the token a fenced lock's
+// grant issued (0 for other kinds).
+func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, lease time.Duration) (token int64, ok bool, err error) {
 	if e.Closed() {
-		return false, hold.ErrClosed
+		return 0, false, hold.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return 0, false, err
 	}
 	start := time.Now()
 	var end time.Time // zero: no wait limit
@@ -36,16 +43,19 @@ func (e *Engine) Acquire(ctx context.Context, s *Spec, field string, wait, lease
 	if first.IsZero() || first.Before(start.Add(e.Budget)) {
 		first = start.Add(e.Budget)
 	}
-	ttl, ok, err := e.try(ctx, s, field, lease, first)
+	ttl, token, ok, err := e.try(ctx, s, field, lease, first)
 	if ok || err != nil {
-		return ok, err
+		return token, ok, err
 	}
 	if wait == 0 {
-		return false, nil
+		return 0, false, nil
 	}
 	left := func() time.Duration { return time.Until(end) }
 	if !end.IsZero() && left() <= 0 {
-		return false, nil
+		return 0, false, nil
+	}
+	if s.Spin != nil {
+		return e.spin(ctx, s, field, lease, end)
 	}
 
 	subTimeout := e.SubscriptionTimeout
@@ -58,22 +68,22 @@ func (e *Engine) Acquire(ctx context.Context, s *Spec, field string, wait, lease
 	if err != nil {
 		switch {
 		case errors.Is(err, pubsub.ErrClosed):
-			return false, hold.ErrClosed
+			return 0, false, hold.ErrClosed
 		case ctx.Err() != nil:
-			return false, ctx.Err()
+			return 0, false, ctx.Err()
 		case !end.IsZero() && left() <= 0:
-			return false, nil
+			return 0, false, nil
 		case errors.Is(err, context.DeadlineExceeded):
-			return false, fmt.Errorf("%w: %q: no subscription to %q within %v", ErrTimeout, s.Name, s.Channel, e.SubscriptionTimeout)
+			return 0, false, fmt.Errorf("%w: %q: no subscription to %q within %v", ErrTimeout, s.Name, s.Channel, e.SubscriptionTimeout)
 		}
-		return false, fmt.Errorf("rlock: %q: subscribing to %q: %w", s.Name, s.Channel, err)
+		return 0, false, fmt.Errorf("rlock: %q: subscribing to %q: %w", s.Name, s.Channel, err)
 	}
 	defer sub.Release()
 
 	for {
-		ttl, ok, err = e.try(ctx, s, field, lease, end)
+		ttl, token, ok, err = e.try(ctx, s, field, lease, end)
 		if ok || err != nil {
-			return ok, err
+			return token, ok, err
 		}
 		d := time.Duration(-1) // no expiry: wait for a message only
 		if ttl >= 0 {
@@ -82,7 +92,7 @@ func (e *Engine) Acquire(ctx context.Context, s *Spec, field string, wait, lease
 		if !end.IsZero() {
 			r := left()
 			if r <= 0 {
-				return false, nil
+				return 0, false, nil
 			}
 			if d < 0 || r < d {
 				d = r
@@ -90,12 +100,45 @@ func (e *Engine) Acquire(ctx context.Context, s *Spec, field string, wait, lease
 		}
 		if _, err := sub.Wait(ctx, d); err != nil {
 			if ctx.Err() != nil {
-				return false, ctx.Err()
+				return 0, false, ctx.Err()
 			}
 			if errors.Is(err, pubsub.ErrClosed) {
-				return false, hold.ErrClosed
+				return 0, false, hold.ErrClosed
 			}
-			return false, fmt.Errorf("rlock: %q: waiting: %w", s.Name, err)
+			return 0, false, fmt.Errorf("rlock: %q: waiting: %w", s.Name, err)
+		}
+	}
+}
+
+// spin is the wait of a spin lock (contract 5.1): attempts with the spec's
+// back-off between them, no subscription, until end (zero: until ctx
+// ends). A sleep never runs past end.
+func (e *Engine) spin(ctx context.Context, s *Spec, field string, lease time.Duration, end time.Time) (int64, bool, error) {
+	bo := s.Spin()
+	for {
+		d := bo.Next()
+		if !end.IsZero() {
+			r := time.Until(end)
+			if r <= 0 {
+				return 0, false, nil
+			}
+			d = min(d, r)
+		}
+		if err := sleep(ctx, d); err != nil {
+			if errors.Is(err, hold.ErrClosed) || e.Closed() {
+				return 0, false, hold.ErrClosed
+			}
+			return 0, false, err
+		}
+		if e.Closed() {
+			return 0, false, hold.ErrClosed
+		}
+		_, token, ok, err := e.try(ctx, s, field, lease, end)
+		if ok || err != nil {
+			return token, ok, err
+		}
+		if !end.IsZero() && time.Until(end) <= 0 {
+			return 0, false, nil
 		}
 	}
 }
@@ -106,11 +149,11 @@ func (e *Engine) Acquire(ctx context.Context, s *Spec, field string, wait, lease
 // acquisition that no replica acknowledged is released and tried again (as
 // Redisson), and one that raced the end of ctx is undone. It returns the
 // holder's TTL (-1: none) when another owner holds the lock.
-func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Duration, end time.Time) (ttl time.Duration, ok bool, err error) {
+func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Duration, end time.Time) (ttl time.Duration, token int64, ok bool, err error) {
 	t := e.Table
 	h, err := t.Use(ctx, hold.Key{Kind: s.Kind, Name: s.Name, Field: field})
 	if err != nil {
-		return 0, false, err
+		return 0, 0, false, err
 	}
 	keep := false
 	defer func() {
@@ -132,11 +175,11 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 	}
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 && time.Now().After(deadline) {
-			return 0, false, fmt.Errorf("rlock: %q: acquire: %w: the hold kept changing", s.Name, ErrTimeout)
+			return 0, 0, false, fmt.Errorf("rlock: %q: acquire: %w: the hold kept changing", s.Name, ErrTimeout)
 		}
 		before := t.Count(h)
 		call := &Call{Script: s.Acquire, Name: s.Name, Field: field}
-		call.Keys = s.AcquireKeys(call.keys[:0], h.Fence(NewFence))
+		call.Keys = s.AcquireKeys(call.keys[:0], field, h.Fence(NewFence))
 		call.Args = s.AcquireArgs(call.args[:0], field, leaseMs, strconv.Itoa(before))
 		sent := time.Now()
 		out, err := e.Exactly(ctx, deadline, call)
@@ -158,10 +201,10 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 				}
 				return false
 			})
-			return 0, false, fmt.Errorf("rlock: %q: acquire: %w", s.Name, err)
+			return 0, 0, false, fmt.Errorf("rlock: %q: acquire: %w", s.Name, err)
 		}
 		if err != nil {
-			return 0, false, fmt.Errorf("rlock: %q: acquire: %w", s.Name, err)
+			return 0, 0, false, fmt.Errorf("rlock: %q: acquire: %w", s.Name, err)
 		}
 		var n int
 		if out.Fenced {
@@ -169,51 +212,57 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 			if n, ran = settledAcquire(t, h, before, out); !ran {
 				continue // it did not run and now never will: send it again
 			}
+			token = out.Token
+		} else if c, stale := Stale(out.Reply); stale {
+			h.BurnFence()
+			t.Observe(h, c)
+			continue
+		} else if c, tok, granted := Granted(out.Reply); granted {
+			h.BurnFence() // a fenced-lock grant keeps its token in the fence
+			n, token = c, tok
 		} else {
-			if c, stale := Stale(out.Reply); stale {
-				h.BurnFence()
-				t.Observe(h, c)
-				continue
-			}
 			r, err := out.Reply.Int()
 			switch {
 			case err != nil:
-				return 0, false, fmt.Errorf("rlock: %q: acquire: unexpected reply: %w", s.Name, err)
+				if st, serr := out.Reply.Res.ToString(); serr == nil && st == "HELD" {
+					return 0, 0, false, fmt.Errorf("%w: %q is already held by this owner (a non-reentrant lock)", ErrAlreadyHeld, s.Name)
+				}
+				return 0, 0, false, fmt.Errorf("rlock: %q: acquire: unexpected reply: %w", s.Name, err)
 			case r < 0:
-				return time.Duration(-2-r) * time.Millisecond, false, nil
+				return time.Duration(-2-r) * time.Millisecond, 0, false, nil
 			case r == 0:
 				h.BurnFence()
-				return 0, false, fmt.Errorf("rlock: %q: acquire: fenced on a fresh fence key", s.Name)
+				return 0, 0, false, fmt.Errorf("rlock: %q: acquire: fenced on a fresh fence key", s.Name)
 			}
 			n = int(r)
 		}
 		if !t.Acquired(h, n, lease, sent, out.Recv) {
 			keep = e.undo(s, h)
-			return 0, false, hold.ErrClosed
+			return 0, 0, false, hold.ErrClosed
 		}
 		if !out.Fenced && out.Reply.Unsynced() {
 			// Acquired on the master only: a failover now would lose it.
 			// Release it and try again, as Redisson does.
 			if keep = e.undo(s, h); keep {
-				return 0, false, fmt.Errorf("%w: %q: acquire: releasing the unsynced acquisition: outcome unknown", ErrNoSyncedReplicas, s.Name)
+				return 0, 0, false, fmt.Errorf("%w: %q: acquire: releasing the unsynced acquisition: outcome unknown", ErrNoSyncedReplicas, s.Name)
 			}
 			if attempt >= e.X.Sync.Attempts {
 				if out.Reply.SyncErr != nil {
-					return 0, false, fmt.Errorf("%w: %q: acquire: %w", ErrNoSyncedReplicas, s.Name, out.Reply.SyncErr)
+					return 0, 0, false, fmt.Errorf("%w: %q: acquire: %w", ErrNoSyncedReplicas, s.Name, out.Reply.SyncErr)
 				}
-				return 0, false, fmt.Errorf("%w: %q: acquire: %d replica(s), %d attempt(s)", ErrNoSyncedReplicas, s.Name, out.Reply.Replicas, attempt)
+				return 0, 0, false, fmt.Errorf("%w: %q: acquire: %d replica(s), %d attempt(s)", ErrNoSyncedReplicas, s.Name, out.Reply.Replicas, attempt)
 			}
 			if err := e.X.Sync.Sleep(ctx); err != nil {
-				return 0, false, err
+				return 0, 0, false, err
 			}
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			// The caller gave up while the reply was on its way: undo.
 			keep = e.undo(s, h)
-			return 0, false, err
+			return 0, 0, false, err
 		}
-		return 0, true, nil
+		return 0, token, true, nil
 	}
 }
 

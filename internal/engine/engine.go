@@ -104,7 +104,7 @@ type Call struct {
 	Name   string // the lock hash whose Field count the fence reads
 	Field  string
 
-	keys [4]string // room for Keys and Args, so a call is one allocation
+	keys [5]string // room for Keys and Args, so a call is one allocation
 	args [8]string
 }
 
@@ -121,6 +121,9 @@ type Outcome struct {
 	Fenced  bool
 	Count   int
 	Refused bool
+	// Token: the fence found a fenced-lock grant that ran and issued this
+	// token (0: none).
+	Token int64
 	// Recv is when the reply (or the fence's) was read.
 	Recv time.Time
 }
@@ -128,14 +131,32 @@ type Outcome struct {
 // Stale decodes a script's refusal, {count}: the owner's count was not
 // the one the caller expected.
 func Stale(r Reply) (count int, ok bool) {
-	if m, err := r.Res.ToMessage(); err != nil || !m.IsArray() {
-		return 0, false
-	}
-	vals, err := r.Res.AsIntSlice()
-	if err != nil || len(vals) != 1 {
+	vals, ok := pair(r)
+	if !ok || len(vals) != 1 {
 		return 0, false
 	}
 	return int(vals[0]), true
+}
+
+// Granted decodes a fenced-lock grant, {count, token}.
+func Granted(r Reply) (count int, token int64, ok bool) {
+	vals, ok := pair(r)
+	if !ok || len(vals) != 2 {
+		return 0, 0, false
+	}
+	return int(vals[0]), vals[1], true
+}
+
+// pair returns an array reply of one or two integers.
+func pair(r Reply) ([]int64, bool) {
+	if m, err := r.Res.ToMessage(); err != nil || !m.IsArray() {
+		return nil, false
+	}
+	vals, err := r.Res.AsIntSlice()
+	if err != nil || len(vals) < 1 || len(vals) > 2 {
+		return nil, false
+	}
+	return vals, true
 }
 
 // Exactly runs a fenced call and returns its outcome exactly: it is
@@ -191,6 +212,10 @@ func (e *Engine) settle(ctx context.Context, deadline time.Time, c *Call, stop <
 			o := Outcome{Fenced: true, Recv: time.Now()}
 			if n, ok := Stale(r); ok {
 				o.Count, o.Refused = n, true
+				return o, nil
+			}
+			if n, t, ok := Granted(r); ok {
+				o.Count, o.Token = n, t
 				return o, nil
 			}
 			n, err := r.Int()

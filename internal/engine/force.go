@@ -16,16 +16,16 @@ var forceLatchTTL = strconv.FormatInt(FenceTTL.Milliseconds(), 10)
 
 // ForceDelete runs a force-unlock script (see scripts/force_unlock.lua):
 // keys(latch) builds its keys around a fresh latch key, args its ARGV
-// without the latch TTL, which is appended. The script keeps its result in
+// before the latch TTL, which is appended, and tail follows it. The script keeps its result in
 // the latch, so it is resent, with the same latch, both when Redis refused
 // it and when its reply was lost, until the budget runs out. It reports
 // whether the lock existed.
-func (e *Engine) ForceDelete(ctx context.Context, s *scripts.Script, name string, keys func(latch string) []string, args []string) (bool, error) {
+func (e *Engine) ForceDelete(ctx context.Context, s *scripts.Script, name string, keys func(latch string) []string, args []string, tail ...string) (bool, error) {
 	if e.Closed() {
 		return false, hold.ErrClosed
 	}
 	k := keys(NewFence(name))
-	a := append(args[:len(args):len(args)], forceLatchTTL)
+	a := append(append(args[:len(args):len(args)], forceLatchTTL), tail...)
 	deadline := time.Now().Add(e.Budget)
 	var bo Backoff
 	for {

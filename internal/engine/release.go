@@ -14,6 +14,10 @@ import (
 // ErrNotHeld: the owner does not hold the lock; rlock exports it.
 var ErrNotHeld = errors.New("rlock: lock not held by the calling owner")
 
+// ErrAlreadyHeld: a non-reentrant lock's owner tried to take it again;
+// rlock exports it.
+var ErrAlreadyHeld = errors.New("rlock: non-reentrant lock already held by the calling owner")
+
 // Spec describes one lock kind for the acquire loop and the unlock: its
 // scripts and how to call them. Every lock script follows one reply
 // encoding (see scripts/acquire.lua and scripts/unlock.lua) and checks its
@@ -23,21 +27,30 @@ type Spec struct {
 	Name    string // the lock hash
 	Channel string // where unlocks publish; waiters subscribe to it
 
+	// Spin, when set, makes waiters poll with its back-off instead of
+	// subscribing to Channel (the spin lock, contract 5.1): it returns a
+	// fresh back-off for one wait.
+	Spin func() BackOff
+
 	Acquire *scripts.Script
 	// AcquireKeys and AcquireArgs append an acquire call's keys and
-	// arguments to dst, for one fence key, owner field, lease in ms and
+	// arguments to dst, for one owner field, fence key, lease in ms and
 	// the owner's count the caller expects (the script refuses to act on
-	// another count; see scripts/acquire.lua).
-	AcquireKeys func(dst []string, fence string) []string
+	// another count; see scripts/acquire.lua). The fence key is the last
+	// key.
+	AcquireKeys func(dst []string, field, fence string) []string
 	AcquireArgs func(dst []string, field, leaseMs, expected string) []string
 
 	Unlock *scripts.Script
 	// UnlockKeys and UnlockArgs append an unlock call's keys and
 	// arguments; leaseMs is the lease a partial unlock restores, expected
 	// as for AcquireArgs.
-	UnlockKeys func(dst []string, fence string) []string
+	UnlockKeys func(dst []string, field, fence string) []string
 	UnlockArgs func(dst []string, field, leaseMs, expected string) []string
 }
+
+// BackOff gives the delays between a spin lock's attempts.
+type BackOff interface{ Next() time.Duration }
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
@@ -72,7 +85,7 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 		}
 		before := t.Count(h)
 		call := &Call{Script: s.Unlock, Name: s.Name, Field: field}
-		call.Keys = s.UnlockKeys(call.keys[:0], h.Fence(NewFence))
+		call.Keys = s.UnlockKeys(call.keys[:0], field, h.Fence(NewFence))
 		call.Args = s.UnlockArgs(call.args[:0], field, e.leaseMs(t.Lease(h)), strconv.Itoa(before))
 		sent := time.Now()
 		out, err := e.Exactly(ctx, deadline, call)

@@ -353,26 +353,31 @@ func (t *Table) armLocked(h *Hold) {
 
 // Abandoned names holds abandoned by AbandonName, for Zero.
 type Abandoned []struct {
-	h   *Hold
-	gen uint64
+	h         *Hold
+	gen       uint64
+	abandoned bool // else a hold of another kind, not yet told
 }
 
-// AbandonName abandons (see Abandon) every hold of this client on the lock
-// name (all kinds), as a force unlock does first, and waits for rounds in
-// flight that include them. Zero then records that those holds, and not
-// any taken since, are gone.
-func (t *Table) AbandonName(name string, cause error) Abandoned {
+// AbandonName abandons (see Abandon) every hold of this client of kind on
+// the lock name, as a force unlock does first, and waits for rounds in
+// flight that include them. Zero then records that those holds, and those
+// of other kinds on name, and not any taken since, are gone (the force
+// unlock deleted the hash).
+func (t *Table) AbandonName(name string, kind Kind, cause error) Abandoned {
 	var rounds []*Round
 	var out Abandoned
 	t.mu.Lock()
 	for k, h := range t.m {
 		if k.Name == name && h.count > 0 {
-			rounds = append(rounds, h.inflight)
-			t.abandonLocked(h, cause)
+			if k.Kind == kind {
+				rounds = append(rounds, h.inflight)
+				t.abandonLocked(h, cause)
+			}
 			out = append(out, struct {
-				h   *Hold
-				gen uint64
-			}{h, h.gen})
+				h         *Hold
+				gen       uint64
+				abandoned bool
+			}{h, h.gen, k.Kind == kind})
 		}
 	}
 	t.mu.Unlock()
@@ -389,7 +394,7 @@ func (t *Table) Zero(a Abandoned) {
 	defer t.mu.Unlock()
 	for _, x := range a {
 		if x.h.gen == x.gen && x.h.count > 0 {
-			t.endLocked(x.h, ErrLockLost, false)
+			t.endLocked(x.h, fmt.Errorf("%w: %q was force-unlocked", ErrLockLost, x.h.key.Name), !x.abandoned)
 			t.forget(x.h)
 		}
 	}

@@ -15,8 +15,10 @@ const NumSlots = 16384
 // Prefixes of the keys and channels of Redisson's RLock (contract 1.1), and
 // of this library's own fence keys (Java never reads them).
 const (
-	LockChannelPrefix = "redisson_lock__channel"
-	FencePrefix       = "goredisson_fence"
+	LockChannelPrefix   = "redisson_lock__channel"
+	RWLockChannelPrefix = "redisson_rwlock"     // the read-write lock's channel (contract 4.1)
+	TokenPrefix         = "redisson_lock_token" // the fenced lock's token (contract 5.2)
+	FencePrefix         = "goredisson_fence"
 )
 
 // Prefix is Redisson's prefixName: "<prefix>:<name>" when name contains "{"
@@ -40,6 +42,27 @@ func Suffix(name, suffix string) string {
 
 // LockChannel returns the pub/sub channel of the RLock called name.
 func LockChannel(name string) string { return Prefix(LockChannelPrefix, name) }
+
+// RWLockChannel returns the pub/sub channel of the read-write lock called
+// name.
+func RWLockChannel(name string) string { return Prefix(RWLockChannelPrefix, name) }
+
+// Token returns the token key of the fenced lock called name.
+func Token(name string) string { return Prefix(TokenPrefix, name) }
+
+// ReadTimeoutPrefix returns the prefix of the read hold timeout keys of
+// the owner field on the read-write lock called name,
+// "{<name>}:<field>:rwlock_timeout" (Suffix rules; contract 4.1).
+func ReadTimeoutPrefix(name, field string) string { return Suffix(name, field+":rwlock_timeout") }
+
+// KeyPrefix returns the part of every read timeout prefix before the
+// field: "{<name>}", or name itself when it contains "{".
+func KeyPrefix(name string) string {
+	if strings.Contains(name, "{") {
+		return name
+	}
+	return "{" + name + "}"
+}
 
 // Fence returns the fence key of one operation on the object called name:
 // "goredisson_fence:{<name>}:<id>" (Prefix rules), in name's slot. id is

@@ -1,0 +1,20 @@
+package rlock
+
+// NonReentrantLock is Redisson 4.4+'s non-reentrant lock
+// (getNonReentrantLock, contract 5.3): the RLock's data, but an owner that
+// holds it cannot take it again: Lock, LockLease and TryLock fail with an
+// error wrapping ErrAlreadyHeld (Java throws IllegalMonitorStateException
+// for its NON_REENTRANT_REACQUIRE reply), and the count stays 1, so one
+// Unlock frees it. A plain Lock on the same name and owner shares the hold:
+// it re-enters, and the non-reentrant lock's attempt then fails.
+type NonReentrantLock struct{ base }
+
+// NonReentrantLock returns the non-reentrant lock called name. It is cheap
+// and does no I/O.
+func (c *Client) NonReentrantLock(name string) *NonReentrantLock {
+	l := &NonReentrantLock{c.newBase(name)}
+	if l.err == nil {
+		l.spec = c.lockSpec(name, lockVariant{nonReentrant: true})
+	}
+	return l
+}

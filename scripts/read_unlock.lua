@@ -1,0 +1,66 @@
+-- read_unlock: release one level of a read hold of a Redisson
+-- RReadWriteLock (contract 4.3), fenced and checked against the count the
+-- caller expects.
+--
+-- KEYS[1]  lock key (the raw name)
+-- KEYS[2]  channel "redisson_rwlock:{<raw>}"
+-- KEYS[3]  the owner's timeout prefix "{<raw>}:<clientId>:<ownerId>:rwlock_timeout"
+-- KEYS[4]  key prefix "{<raw>}" (the raw name when it has a brace)
+-- KEYS[5]  this call's fence key "goredisson_fence:{<raw>}:<32 hex id>"
+-- ARGV[1]  reader field "<clientId>:<ownerId>"
+-- ARGV[2]  publish command: "PUBLISH" or "SPUBLISH"
+-- ARGV[3]  the count of ARGV[1] the caller expects to find (its record)
+-- ARGV[4]  fence TTL in milliseconds
+--
+-- Replies (this library's own encoding):
+--   n >= 0  ARGV[1]'s count is now n. At 0 the lock is deleted and "0"
+--           published when no hold is left with time to live (the hash TTL
+--           otherwise follows the longest-lived hold left)
+--   -1      ARGV[1] does not hold a read lock (and the caller expected that)
+--   -2      fenced: the fence key exists, nothing was done
+--   {c}     refused: ARGV[1]'s count is c, not ARGV[3]; the fence key is
+--           marked "s"
+--
+-- The data and messages are exactly Redisson's: the newest timeout key
+-- goes first (LIFO), the hash lives as long as the longest timeout key of
+-- any reader, and a write hold of the same owner keeps it.
+local fence = KEYS[5]
+if redis.call('exists', fence) == 1 then
+    return -2
+end
+local prior = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or 0)
+if prior ~= tonumber(ARGV[3]) then
+    redis.call('set', fence, 's', 'px', ARGV[4])
+    return {prior}
+end
+if prior == 0 then
+    return -1
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
+local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
+if n == 0 then
+    redis.call('hdel', KEYS[1], ARGV[1])
+end
+redis.call('del', KEYS[3] .. ':' .. (n + 1))
+if redis.call('hlen', KEYS[1]) > 1 then
+    local maxRemain = -3
+    for _, f in ipairs(redis.call('hkeys', KEYS[1])) do
+        local c = tonumber(redis.call('hget', KEYS[1], f))
+        if c ~= nil then
+            for i = c, 1, -1 do
+                local r = redis.call('pttl', KEYS[4] .. ':' .. f .. ':rwlock_timeout:' .. i)
+                maxRemain = math.max(r, maxRemain)
+            end
+        end
+    end
+    if maxRemain > 0 then
+        redis.call('pexpire', KEYS[1], maxRemain)
+        return n
+    end
+    if mode == 'write' then
+        return n
+    end
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[2], KEYS[2], '0')
+return n

@@ -1,0 +1,43 @@
+-- write_unlock: release one level of the write hold of a Redisson
+-- RReadWriteLock (contract 4.6), fenced and checked against the count the
+-- caller expects.
+--
+-- KEYS[1]  lock key (the raw name)
+-- KEYS[2]  channel "redisson_rwlock:{<raw>}"
+-- KEYS[3]  this call's fence key "goredisson_fence:{<raw>}:<32 hex id>"
+-- ARGV[1]  message, always "1" (wakes every waiter)
+-- ARGV[2]  lease in milliseconds restored after a partial unlock
+-- ARGV[3]  writer field "<clientId>:<ownerId>:write"
+-- ARGV[4]  publish command: "PUBLISH" or "SPUBLISH"
+-- ARGV[5]  the count of ARGV[3] the caller expects to find (its record)
+-- ARGV[6]  fence TTL in milliseconds
+--
+-- Replies: as unlock.lua's (n > 0 partial, 0 released, -1 not held, -2
+-- fenced, {c} refused). At 0 the lock is deleted and ARGV[1] published,
+-- unless the same owner still holds read locks: then the mode becomes
+-- "read" and nothing is published (a downgrade).
+local fence = KEYS[3]
+if redis.call('exists', fence) == 1 then
+    return -2
+end
+local prior = tonumber(redis.call('hget', KEYS[1], ARGV[3]) or 0)
+if prior ~= tonumber(ARGV[5]) then
+    redis.call('set', fence, 's', 'px', ARGV[6])
+    return {prior}
+end
+if prior == 0 or redis.call('hget', KEYS[1], 'mode') ~= 'write' then
+    return -1
+end
+local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if n > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    return n
+end
+redis.call('hdel', KEYS[1], ARGV[3])
+if redis.call('hlen', KEYS[1]) == 1 then
+    redis.call('del', KEYS[1])
+    redis.call(ARGV[4], KEYS[2], ARGV[1])
+else
+    redis.call('hset', KEYS[1], 'mode', 'read')
+end
+return 0
