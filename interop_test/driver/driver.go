@@ -582,6 +582,42 @@ func (j *JVM) Incr(ctx context.Context, thread, lockName, key string, n int, sle
 	return strconv.ParseInt(v, 10, 64)
 }
 
+// Lock names for the other members of the family: the driver's
+// "KIND@name" syntax.
+func Read(name string) string         { return "read@" + name }
+func Write(name string) string        { return "write@" + name }
+func Fenced(name string) string       { return "fenced@" + name }
+func Spin(name string) string         { return "spin@" + name }
+func NonReentrant(name string) string { return "nr@" + name }
+
+// LockAndGetToken runs RFencedLock.lockAndGetToken() on thread (name as
+// Fenced(raw)).
+func (j *JVM) LockAndGetToken(ctx context.Context, thread, name string) (int64, error) {
+	return parseToken(j.Do(ctx, "locktoken", thread, name))
+}
+
+// TryLockAndGetToken runs RFencedLock.tryLockAndGetToken(wait, lease,
+// MILLISECONDS) on thread: 0 when it was not acquired (Java's null).
+func (j *JVM) TryLockAndGetToken(ctx context.Context, thread, name string, wait, lease time.Duration) (int64, error) {
+	leaseArg := any(lease)
+	if lease < 0 {
+		leaseArg = -1
+	}
+	return parseToken(j.Do(ctx, "trylocktoken", thread, name, wait, leaseArg))
+}
+
+// Token runs RFencedLock.getToken(): 0 for Java's null.
+func (j *JVM) Token(ctx context.Context, name string) (int64, error) {
+	return parseToken(j.Do(ctx, "token", name))
+}
+
+func parseToken(v string, err error) (int64, error) {
+	if err != nil || v == "null" {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
 // Info returns "version=<v> clientidsrc=<how the client id was found> java=<v>".
 func (j *JVM) Info(ctx context.Context) (string, error) {
 	return j.Do(ctx, "info")

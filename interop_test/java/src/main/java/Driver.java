@@ -22,6 +22,7 @@ import java.util.regex.Pattern;
 
 import org.redisson.Redisson;
 import org.redisson.api.RBucket;
+import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
@@ -64,6 +65,11 @@ import org.redisson.config.Config;
  * sleep T ms                     sleep on thread T                     ok
  * sleep ms                       sleep on the stdin reader: delays the intake of all
  *                                later commands                        ok
+ * locktoken T name               RFencedLock.lockAndGetToken()         ok 7
+ * trylocktoken T name waitMs leaseMs
+ *                                RFencedLock.tryLockAndGetToken(waitMs, leaseMs, MILLISECONDS)
+ *                                                                      ok 7|null
+ * token name                     RFencedLock.getToken()                ok 7|null
  * forceunlock name               RLock.forceUnlock()                   ok true|false
  * islocked name                  RLock.isLocked()                      ok true|false
  * ttl name                       RLock.remainTimeToLive() (ms; -2 none, -1 no expiry) ok 9876
@@ -72,6 +78,11 @@ import org.redisson.config.Config;
  * info                           ok version=V clientidsrc=HOW java=J
  * quit                           shuts Redisson down, replies, exits 0 ok
  * </pre>
+ *
+ * A name "KIND@name" selects another member of the family: read@ and write@
+ * (getReadWriteLock(name).readLock()/writeLock()), fenced@ (getFencedLock),
+ * spin@ (getSpinLock), nr@ (getNonReentrantLock, 4.4+); a plain name is
+ * getLock(name).
  *
  * End of stdin shuts down and exits 0 too. Logging goes to stderr only
  * (slf4j-simple, WARN); System.out is redirected to stderr so that nothing but
@@ -188,6 +199,8 @@ public final class Driver {
             case "isheld":
             case "threadid":
             case "incr":
+            case "locktoken":
+            case "trylocktoken":
                 worker(a).submit(id, () -> exec(cmd, a));
                 return;
             default:
@@ -246,6 +259,15 @@ public final class Driver {
                 need(a, 2, "sleep [T] ms");
                 Thread.sleep(parseLong(a[1]));
                 return null;
+            case "locktoken":
+                need(a, 2, "locktoken T name");
+                return String.valueOf(fenced(a[1]).lockAndGetToken());
+            case "trylocktoken":
+                need(a, 4, "trylocktoken T name waitMs leaseMs");
+                return String.valueOf(fenced(a[1]).tryLockAndGetToken(parseLong(a[2]), parseLong(a[3]), TimeUnit.MILLISECONDS));
+            case "token":
+                need(a, 1, "token name");
+                return String.valueOf(fenced(a[0]).getToken());
             case "forceunlock":
                 need(a, 1, "forceunlock name");
                 return Boolean.toString(lock(a[0]).forceUnlock());
@@ -267,8 +289,43 @@ public final class Driver {
         }
     }
 
-    private static RLock lock(String name) {
-        return locks.computeIfAbsent(name, client::getLock);
+    private static RLock lock(String spec) {
+        return locks.computeIfAbsent(spec, Driver::newLock);
+    }
+
+    private static RFencedLock fenced(String spec) {
+        RLock l = lock(spec);
+        if (!(l instanceof RFencedLock)) {
+            throw new IllegalArgumentException("not a fenced lock: " + spec);
+        }
+        return (RFencedLock) l;
+    }
+
+    /** The lock a name "KIND@name" (or a plain name) stands for. */
+    private static RLock newLock(String spec) {
+        int at = spec.indexOf('@');
+        if (at < 0) {
+            return client.getLock(spec);
+        }
+        String kind = spec.substring(0, at), name = spec.substring(at + 1);
+        switch (kind) {
+            case "read":
+                return client.getReadWriteLock(name).readLock();
+            case "write":
+                return client.getReadWriteLock(name).writeLock();
+            case "fenced":
+                return client.getFencedLock(name);
+            case "spin":
+                return client.getSpinLock(name);
+            case "nr":
+                try { // 4.4+: not in the API the driver is compiled against
+                    return (RLock) RedissonClient.class.getMethod("getNonReentrantLock", String.class).invoke(client, name);
+                } catch (ReflectiveOperationException e) {
+                    throw new UnsupportedOperationException("getNonReentrantLock needs Redisson 4.4+: " + e);
+                }
+            default:
+                throw new IllegalArgumentException("unknown lock kind " + kind);
+        }
     }
 
     private static String incr(String lockName, String key, long n, long sleepMs) throws InterruptedException {
