@@ -186,7 +186,7 @@ type result struct {
 }
 
 // lockAsync runs l.Lock(ctx) in a goroutine and reports when it returned.
-func lockAsync(ctx context.Context, l *rlock.Lock) <-chan result {
+func lockAsync(ctx context.Context, l rlock.Locker) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
 		err := l.Lock(ctx)

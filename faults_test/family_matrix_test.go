@@ -1,0 +1,259 @@
+package faults_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/internal/redistest"
+	"github.com/goredisson/locks/rlock"
+	"github.com/goredisson/locks/scripts"
+)
+
+// famLocker is what the family matrix needs of a lock.
+type famLocker interface {
+	rlock.Locker
+	HoldCount(context.Context) (int, error)
+	ForceUnlock(context.Context) (bool, error)
+}
+
+// famKind is a member of the family in the matrix: its lock, its scripts
+// and its owner field.
+type famKind struct {
+	name            string
+	lock            func(c *rlock.Client, name string) famLocker
+	acquire         *scripts.Script
+	unlock          *scripts.Script
+	renew           *scripts.Script
+	field           func(c *rlock.Client, owner int64) string
+	shared          bool // a second owner of the same kind may hold too (read)
+	onlyAcquire     bool // the kind adds nothing to the plain lock's unlock, force and renewal
+	spins           bool
+	checkTokenExact bool
+}
+
+var famKinds = []famKind{
+	{
+		name:    "read",
+		lock:    func(c *rlock.Client, n string) famLocker { return c.ReadWriteLock(n).ReadLock() },
+		acquire: scripts.ReadAcquire, unlock: scripts.ReadUnlock, renew: scripts.RenewRead,
+		field:  field,
+		shared: true,
+	},
+	{
+		name:    "write",
+		lock:    func(c *rlock.Client, n string) famLocker { return c.ReadWriteLock(n).WriteLock() },
+		acquire: scripts.WriteAcquire, unlock: scripts.WriteUnlock, renew: scripts.Renew,
+		field: func(c *rlock.Client, o int64) string { return field(c, o) + ":write" },
+	},
+	{
+		name:    "fenced",
+		lock:    func(c *rlock.Client, n string) famLocker { return c.FencedLock(n) },
+		acquire: scripts.Acquire, unlock: scripts.Unlock, renew: scripts.Renew,
+		field: field, onlyAcquire: true, checkTokenExact: true,
+	},
+	{
+		name:    "spin",
+		lock:    func(c *rlock.Client, n string) famLocker { return c.SpinLock(n) },
+		acquire: scripts.Acquire, unlock: scripts.Unlock, renew: scripts.Renew,
+		field: field, onlyAcquire: true, spins: true,
+	},
+}
+
+// TestFamilyFaultMatrix is TestFaultMatrix for the read, write, fenced and
+// spin locks: each fault at each kind of script call, with the same
+// invariants (exact counts, no second owner, nothing left behind, no
+// renewal after unlock); for the fenced lock, the token a Lock returns is
+// the one its grant issued, even when the reply was lost.
+func TestFamilyFaultMatrix(t *testing.T) {
+	srv := standaloneLocal(t)
+	probe := redistest.NewFaulty(must(srv.Client()))
+	defer probe.Client.Close()
+	rules := matrixFaults(t, probe)
+	ctx := context.Background()
+	me := rlock.WithOwner(ctx, 1)
+
+	for _, k := range famKinds {
+		count := func(e *matrixEnv, name string) int64 {
+			msg, err := e.srv.Do(ctx, "HGET", name, k.field(e.c, 1))
+			if err != nil {
+				return 0
+			}
+			n, _ := msg.AsInt64()
+			return n
+		}
+		// excluded checks that another service's owner cannot take what
+		// the first holds (a write lock: readers excluded by writers and
+		// the other way round).
+		excluded := func(t *testing.T, e *matrixEnv, name string) {
+			t.Helper()
+			var l famLocker = k.lock(e.other, name)
+			if k.shared {
+				l = e.other.ReadWriteLock(name).WriteLock()
+			}
+			ok, err := l.TryLock(ctx, 0, 0)
+			require.NoError(t, err)
+			assert.False(t, ok, "a second owner got in")
+		}
+		settled := func(t *testing.T, e *matrixEnv, name string) {
+			t.Helper()
+			e.settled(t, name)
+			keys, err := e.srv.Do(ctx, "KEYS", "{"+name+"}:*")
+			require.NoError(t, err)
+			left, _ := keys.AsStrSlice()
+			assert.Empty(t, left, "read timeout keys left behind")
+		}
+
+		for _, rule := range rules {
+			t.Run(k.name+"/first acquire/"+ruleName(rule), func(t *testing.T) {
+				e := newMatrixEnv(t, srv)
+				name := fmt.Sprintf("fm-%s-first-%s", k.name, ruleName(rule))
+				r := rule
+				r.Match = isScript(k.acquire)
+				e.faulty.Inject(r)
+				l := k.lock(e.c, name)
+				if k.checkTokenExact {
+					tok, err := e.c.FencedLock(name).LockAndGetToken(me)
+					require.NoError(t, err, "the fault must be absorbed")
+					e.faulty.WaitLate()
+					assert.Equal(t, int64(1), tok, "the token of the one grant")
+					assert.Equal(t, int64(1), doInt(t, e.srv, "GET", rlock.TokenName(name)), "one grant, one INCR")
+				} else {
+					require.NoError(t, l.Lock(me), "the fault must be absorbed")
+					e.faulty.WaitLate()
+				}
+				assert.Equal(t, int64(1), count(e, name), "one Lock, count 1")
+				excluded(t, e, name)
+				require.NoError(t, l.Unlock(me))
+				settled(t, e, name)
+			})
+
+			t.Run(k.name+"/acquire in the wait loop/"+ruleName(rule), func(t *testing.T) {
+				e := newMatrixEnv(t, srv)
+				name := fmt.Sprintf("fm-%s-wait-%s", k.name, ruleName(rule))
+				holder := k.lock(e.other, name)
+				if k.shared {
+					holder = e.other.ReadWriteLock(name).WriteLock()
+				}
+				require.NoError(t, holder.Lock(ctx))
+				attempts := e.faulty.Count(isScript(k.acquire))
+				l := k.lock(e.c, name)
+				got := lockAsync(me, l)
+				if k.spins {
+					eventually(t, 5*time.Second, "the spinning waiter", func() bool { return attempts() >= 3 })
+				} else {
+					eventually(t, 5*time.Second, "the waiter", func() bool { return e.c.Stats().Waiters == 1 && attempts() >= 2 })
+				}
+				r := rule
+				r.Match = isScript(k.acquire)
+				e.faulty.Inject(r)
+				require.NoError(t, holder.Unlock(ctx))
+				res := waitResult(t, got, 20*time.Second, "the waiter")
+				require.NoError(t, res.err)
+				e.faulty.WaitLate()
+				assert.Equal(t, int64(1), count(e, name), "one Lock, count 1")
+				if k.checkTokenExact {
+					assert.Equal(t, int64(2), doInt(t, e.srv, "GET", rlock.TokenName(name)), "two grants, two INCRs")
+				}
+				require.NoError(t, l.Unlock(me))
+				settled(t, e, name)
+			})
+
+			if k.onlyAcquire {
+				continue
+			}
+			for _, full := range []bool{false, true} {
+				what := "partial unlock"
+				if full {
+					what = "full unlock"
+				}
+				t.Run(k.name+"/"+what+"/"+ruleName(rule), func(t *testing.T) {
+					e := newMatrixEnv(t, srv)
+					name := fmt.Sprintf("fm-%s-unlock-%v-%s", k.name, full, ruleName(rule))
+					l := k.lock(e.c, name)
+					require.NoError(t, l.Lock(me))
+					if !full {
+						require.NoError(t, l.Lock(me))
+					}
+					r := rule
+					r.Match = isScript(k.unlock)
+					e.faulty.Inject(r)
+					require.NoError(t, l.Unlock(me), "the fault must be absorbed")
+					e.faulty.WaitLate()
+					if full {
+						assert.Equal(t, int64(0), count(e, name))
+					} else {
+						assert.Equal(t, int64(1), count(e, name), "one Unlock of two levels leaves one")
+						excluded(t, e, name)
+						require.NoError(t, l.Unlock(me))
+					}
+					assert.ErrorIs(t, l.Unlock(me), rlock.ErrNotHeld, "nothing more to unlock")
+					settled(t, e, name)
+				})
+			}
+
+			t.Run(k.name+"/force unlock/"+ruleName(rule), func(t *testing.T) {
+				e := newMatrixEnv(t, srv)
+				name := fmt.Sprintf("fm-%s-force-%s", k.name, ruleName(rule))
+				require.NoError(t, k.lock(e.other, name).Lock(ctx))
+				r := rule
+				r.Match = isScript(scripts.ForceUnlock)
+				e.faulty.Inject(r)
+				existed, err := k.lock(e.c, name).ForceUnlock(ctx)
+				require.NoError(t, err)
+				if rule.Fault != redistest.Late {
+					assert.True(t, existed)
+				}
+				// A hold taken after the force unlock returned survives the
+				// late call.
+				l := k.lock(e.c, name)
+				require.NoError(t, l.Lock(me))
+				e.faulty.WaitLate()
+				assert.Equal(t, int64(1), count(e, name), "the new hold survives")
+				require.NoError(t, l.Unlock(me))
+				if k.shared {
+					// The other service's reader was deleted by the force
+					// unlock; its timeout key is left to expire with its
+					// lease, as Redisson leaves it.
+					key := "{" + name + "}:" + field(e.other, 0)
+					keys, err := e.srv.Do(ctx, "KEYS", "{"+name+"}:*")
+					require.NoError(t, err)
+					left, _ := keys.AsStrSlice()
+					for _, k := range left {
+						require.Contains(t, k, e.other.ID(), "only the force-unlocked reader's timeout key is left (%s...)", key[:20])
+						do(t, e.srv, "DEL", k)
+					}
+				}
+				settled(t, e, name)
+			})
+
+			t.Run(k.name+"/renewal/"+ruleName(rule), func(t *testing.T) {
+				e := newMatrixEnv(t, srv, rlock.WithWatchdogTimeout(900*time.Millisecond))
+				name := fmt.Sprintf("fm-%s-renew-%s", k.name, ruleName(rule))
+				l := k.lock(e.c, name)
+				require.NoError(t, l.Lock(me))
+				hctx, err := l.HoldContext(me)
+				require.NoError(t, err)
+				r := rule
+				r.Match = isScript(k.renew)
+				e.faulty.Inject(r)
+				eventually(t, 5*time.Second, "the faulty renewal", func() bool { return e.faulty.Pending() == 0 })
+				// Two more leases: renewal went on.
+				time.Sleep(1800 * time.Millisecond)
+				require.NoError(t, hctx.Err(), "the hold was reported lost: %v", context.Cause(hctx))
+				assert.Equal(t, int64(1), count(e, name))
+				if k.shared {
+					assert.Greater(t, doInt(t, e.srv, "PTTL", "{"+name+"}:"+k.field(e.c, 1)+":rwlock_timeout:1"), int64(0), "the timeout key is renewed")
+				}
+				require.NoError(t, l.Unlock(me))
+				<-hctx.Done()
+				assert.ErrorIs(t, context.Cause(hctx), rlock.ErrUnlocked)
+				settled(t, e, name)
+			})
+		}
+	}
+}
