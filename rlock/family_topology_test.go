@@ -1,0 +1,200 @@
+package rlock_test
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/internal/redistest"
+	"github.com/goredisson/locks/rlock"
+)
+
+// familyLockers returns one of each member of the family on name.
+func familyLockers(c *rlock.Client, name string) map[string]interface {
+	rlock.Locker
+	HoldCount(context.Context) (int, error)
+} {
+	rw := c.ReadWriteLock(name)
+	return map[string]interface {
+		rlock.Locker
+		HoldCount(context.Context) (int, error)
+	}{
+		"read": rw.ReadLock(), "write": rw.WriteLock(), "fenced": c.FencedLock(name),
+		"spin": c.SpinLock(name), "nonreentrant": c.NonReentrantLock(name),
+	}
+}
+
+// TestClusterFamily: every member of the family on a 3+3 cluster, over
+// names in every part of the slot space and hash-tagged ones, with sharded
+// wake-ups and read renewals batched by slot.
+func TestClusterFamily(t *testing.T) {
+	cl := redistest.Cluster(t)
+	ctx := context.Background()
+
+	t.Run("every kind across the slots", func(t *testing.T) {
+		c := topoClient(t, clusterRC(t, cl))
+		require.True(t, c.PubSubSharded())
+		slots := map[uint16]bool{}
+		var names []string
+		for i := 0; len(slots) < 64; i++ {
+			n := "fam-" + strconv.Itoa(i)
+			if !slots[rlock.Slot(n)/256] {
+				slots[rlock.Slot(n)/256] = true
+				names = append(names, n)
+			}
+		}
+		names = append(names, "{user42}:cart", "x}{y}z")
+		for _, n := range names {
+			for kind, l := range familyLockers(c, n) {
+				ok, err := l.TryLock(ctx, 0, 0)
+				require.NoError(t, err, "%s %s", kind, n)
+				require.True(t, ok, "%s %s", kind, n)
+				cnt, err := l.HoldCount(ctx)
+				require.NoError(t, err)
+				require.Equal(t, 1, cnt, "%s %s", kind, n)
+				require.NoError(t, l.Unlock(ctx), "%s %s", kind, n)
+			}
+		}
+		for _, bad := range []string{"a{b", "{}x"} {
+			for kind, l := range familyLockers(c, bad) {
+				assert.ErrorIs(t, l.Lock(ctx), rlock.ErrInvalidName, "%s %s", kind, bad)
+			}
+		}
+	})
+
+	// Redisson's testInCluster: write, read, read unlock, write unlock.
+	t.Run("read-write lock in a cluster", func(t *testing.T) {
+		c := topoClient(t, clusterRC(t, cl))
+		for _, n := range []string{"rw-cluster", "{tag}rw"} {
+			rw := c.ReadWriteLock(n)
+			require.NoError(t, rw.WriteLock().Lock(ctx))
+			require.NoError(t, rw.ReadLock().Lock(ctx))
+			require.NoError(t, rw.ReadLock().Unlock(ctx))
+			require.NoError(t, rw.WriteLock().Unlock(ctx))
+			locked, err := rw.ReadLock().IsLocked(ctx)
+			require.NoError(t, err)
+			assert.False(t, locked)
+		}
+	})
+
+	t.Run("sharded wake-ups of readers and writers", func(t *testing.T) {
+		a := topoClient(t, clusterRC(t, cl))
+		b := topoClient(t, clusterRC(t, cl))
+		raw := clusterRC(t, cl)
+		const name = "{orders}:rw"
+		ch := rlock.RWLockChannelName(name)
+		require.NoError(t, a.ReadWriteLock(name).WriteLock().Lock(ctx))
+		var wg sync.WaitGroup
+		r := b.ReadWriteLock(name).ReadLock()
+		for i := range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				octx := rlock.WithOwner(ctx, int64(10+i))
+				assert.NoError(t, r.Lock(octx))
+			}()
+		}
+		require.Eventually(t, func() bool { return b.Stats().Waiters == 3 }, 10*time.Second, time.Millisecond)
+		v, err := raw.Do(ctx, raw.B().PubsubShardnumsub().Channel(ch).Build()).ToArray()
+		require.NoError(t, err)
+		n, _ := v[1].AsInt64()
+		assert.Equal(t, int64(1), n, "one sharded subscription for the three waiters")
+		start := time.Now()
+		require.NoError(t, a.ReadWriteLock(name).WriteLock().Unlock(ctx))
+		wg.Wait()
+		assert.Less(t, time.Since(start), 5*time.Second)
+		// The readers' last unlock wakes a writer of the other client.
+		got := make(chan error, 1)
+		go func() { got <- a.ReadWriteLock(name).WriteLock().Lock(rlock.WithOwner(ctx, 1)) }()
+		require.Eventually(t, func() bool { return a.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+		for i := range 3 {
+			require.NoError(t, r.Unlock(rlock.WithOwner(ctx, int64(10+i))))
+		}
+		select {
+		case err := <-got:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the writer was not woken")
+		}
+		require.NoError(t, a.ReadWriteLock(name).WriteLock().Unlock(rlock.WithOwner(ctx, 1)))
+	})
+
+	t.Run("read and write renewals across slots", func(t *testing.T) {
+		c := topoClient(t, clusterRC(t, cl), rlock.WithWatchdogTimeout(time.Second))
+		const n = 200
+		for i := range n {
+			rw := c.ReadWriteLock("rwd-" + strconv.Itoa(i))
+			me := rlock.WithOwner(ctx, int64(i))
+			if i%2 == 0 {
+				require.NoError(t, rw.ReadLock().Lock(me))
+				require.NoError(t, rw.ReadLock().Lock(me))
+			} else {
+				require.NoError(t, rw.WriteLock().Lock(me))
+			}
+		}
+		require.Equal(t, n, c.Stats().Renewing)
+		time.Sleep(3500 * time.Millisecond) // three leases: only renewal keeps them
+		for i := range n {
+			rw := c.ReadWriteLock("rwd-" + strconv.Itoa(i))
+			me := rlock.WithOwner(ctx, int64(i))
+			var l interface {
+				rlock.Locker
+				HoldCount(context.Context) (int, error)
+			} = rw.WriteLock()
+			want := 1
+			if i%2 == 0 {
+				l, want = rw.ReadLock(), 2
+			}
+			cnt, err := l.HoldCount(me)
+			require.NoError(t, err)
+			require.Equal(t, want, cnt, "lock %d expired: not renewed", i)
+			for range want {
+				require.NoError(t, l.Unlock(me))
+			}
+		}
+		assert.Zero(t, c.Stats().Renewing)
+	})
+}
+
+// TestSentinelFamily: read, write and fenced holds survive a Sentinel
+// failover (renewed on the new master), and tokens keep rising.
+func TestSentinelFamily(t *testing.T) {
+	g := redistest.Sentinel(t)
+	ctx := context.Background()
+	rc, err := g.Client()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	c := topoClient(t, rc, rlock.WithWatchdogTimeout(2*time.Second))
+	me := rlock.WithOwner(ctx, 1)
+	rw := c.ReadWriteLock("s-rw")
+	require.NoError(t, rw.ReadLock().Lock(me))
+	require.NoError(t, c.ReadWriteLock("s-w").WriteLock().Lock(me))
+	f := c.FencedLock("s-fenced")
+	tok, err := f.LockAndGetToken(me)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), tok)
+
+	old, err := g.MasterAddr(ctx)
+	require.NoError(t, err)
+	newAddr, err := g.Failover(ctx)
+	require.NoError(t, err)
+	require.NotEqual(t, old, newAddr)
+	time.Sleep(6 * time.Second) // three leases: only renewal on the new master keeps them
+	for _, l := range []interface {
+		rlock.Locker
+	}{rw.ReadLock(), c.ReadWriteLock("s-w").WriteLock(), f} {
+		held, err := l.IsHeld(me)
+		require.NoError(t, err)
+		require.True(t, held, "%s: renewal did not continue on the new master", l.Name())
+		require.NoError(t, l.Unlock(me))
+	}
+	tok, err = f.LockAndGetToken(me)
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), tok, "the token survived the failover (replica sync)")
+	require.NoError(t, f.Unlock(me))
+}
