@@ -64,6 +64,7 @@ type Config struct {
 	MaxHold    time.Duration // a critical section lasts up to this
 	Unsafe     bool          // skip locking (the check must then fail)
 	Faults     float64       // chance that a worker's script call gets an injected fault
+	RW         bool          // read-write locks: three reads to one write
 	Seed       uint64        // 0: random
 	KeepDir    bool          // keep the workers' records (and print where)
 
@@ -122,6 +123,7 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.MaxHold, "max-hold", 8*time.Millisecond, "longest critical section")
 	fs.BoolVar(&c.Unsafe, "unsafe", false, "do not lock (the check must report violations)")
 	fs.Float64Var(&c.Faults, "faults", 0, "chance (0-1) that a script call gets an injected fault: dropped, reply lost, late, BUSY, TRYAGAIN, LOADING")
+	fs.BoolVar(&c.RW, "rw", false, "use read-write locks (three reads to one write): readers may share, never with a writer")
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: random)")
 	fs.BoolVar(&c.KeepDir, "keep", false, "keep the workers' record files and print their directory")
 	if err := fs.Parse(args); err != nil {
@@ -150,6 +152,9 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 func (r *Report) Print(w io.Writer) {
 	c := r.Config
 	mode := "Lock (watchdog) and LockLease"
+	if c.RW {
+		mode = "read-write locks, 3 reads : 1 write, watchdog and fixed leases"
+	}
 	if c.Faults > 0 {
 		mode += fmt.Sprintf(", faults on %.0f%% of script calls", 100*c.Faults)
 	}
@@ -170,6 +175,9 @@ func (r *Report) Print(w io.Writer) {
 		r.LostHolds, r.LostHolding, r.LostUnlocking, r.LostOther)
 	if len(r.Faults) > 0 {
 		fmt.Fprintf(w, "faults injected (by processes that were not killed): %v\n", r.Faults)
+	}
+	if c.RW {
+		fmt.Fprintf(w, "read sections: %d; reader overlaps (allowed): %d\n", r.Reads, r.ReadOverlaps)
 	}
 	fmt.Fprintf(w, "violations: %d\n", r.Violations)
 	fmt.Fprintf(w, "errors: acquire %d, unlock %d, worker %d\n", r.AcquireErrors, r.UnlockErrors, r.WorkerErrors)
@@ -247,7 +255,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		spec, _ := json.Marshal(workerConfig{
 			Addr: addr, Names: names, Goroutines: cfg.Goroutines,
 			WatchdogMs: cfg.Watchdog.Milliseconds(), LeaseMs: cfg.Lease.Milliseconds(),
-			MaxHoldUs: cfg.MaxHold.Microseconds(), Unsafe: cfg.Unsafe, Faults: cfg.Faults, Out: w.Out,
+			MaxHoldUs: cfg.MaxHold.Microseconds(), Unsafe: cfg.Unsafe, Faults: cfg.Faults, RW: cfg.RW, Out: w.Out,
 			Seed: cfg.Seed ^ uint64(slot)<<32 ^ uint64(gen)<<48,
 		})
 		w.cmd = exec.Command(cfg.Exe)

@@ -89,6 +89,44 @@ func TestStressWithFaults(t *testing.T) {
 	assert.Greater(t, total, 100, "too few faults were injected: %v", rep.Faults)
 }
 
+// Read-write locks, three reads to one write, under kills and faults on
+// 3% of script calls: readers overlap (they share), a writer never
+// overlaps anyone.
+func TestStressReadWrite(t *testing.T) {
+	srv := redistest.Standalone(t)
+	var stderr syncBuffer
+	cfg := contention(srv.Addr, &stderr)
+	cfg.Duration, cfg.KillEvery, cfg.Faults, cfg.RW = 20*time.Second, 3*time.Second, 0.03, true
+	rep, err := Run(context.Background(), cfg)
+	require.NoError(t, err)
+	var out bytes.Buffer
+	rep.Print(&out)
+	t.Logf("\n%s", out.String())
+	if s := stderr.String(); s != "" {
+		t.Logf("workers' stderr:\n%s", s)
+	}
+	assert.Zero(t, rep.Violations, "a writer overlapped another section")
+	assert.True(t, rep.OK(), "the run failed")
+	assert.Greater(t, rep.Acquisitions, 500)
+	assert.Greater(t, rep.ReadOverlaps, 50, "readers never shared: the run proves nothing")
+	assert.Greater(t, rep.Acquisitions-rep.Reads, 100, "too few write sections")
+}
+
+// --rw --unsafe: writers do not exclude, and the check sees it.
+func TestUnsafeReadWriteReportsViolations(t *testing.T) {
+	srv := redistest.Standalone(t)
+	var stdout, stderr syncBuffer
+	code := cliMain([]string{"--redis", srv.Addr, "--unsafe", "--rw", "--duration", "1500ms", "--kill-every", "0",
+		"--procs", "2", "--goroutines", "3", "--names", "2"}, &stdout, &stderr)
+	t.Logf("\n%s%s", stdout.String(), stderr.String())
+	assert.Equal(t, 1, code)
+	m := violationsLine.FindStringSubmatch(stdout.String())
+	require.NotNil(t, m, "no violations line")
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	assert.Positive(t, n)
+}
+
 var violationsLine = regexp.MustCompile(`(?m)^violations: (\d+)$`)
 
 // With --unsafe the workers do not lock: the check must see overlaps, and
@@ -131,6 +169,15 @@ func TestCheck(t *testing.T) {
 		v := run([]*section{sec(p0, 0, 1, 2, 100), sec(p1, 0, 3, 4, 200), sec(p0, 1, 5, 6, 300)}, 6, 0)
 		assert.True(t, v.OK(), "%+v", v)
 		assert.Equal(t, 3, v.Completed)
+	})
+	t.Run("readers share, a writer does not", func(t *testing.T) {
+		r1, r2, w := sec(p0, 0, 1, 3, 100), sec(p1, 0, 2, 4, 200), sec(p1, 1, 5, 7, 300)
+		r1.Read, r2.Read = true, true
+		r3 := sec(p0, 1, 6, 8, 400)
+		r3.Read = true
+		v := run([]*section{r1, r2, w, r3}, 8, 0)
+		assert.Equal(t, 1, v.ReadOverlaps)
+		assert.Equal(t, 1, v.Violations, "the reader entered while the writer was inside")
 	})
 	t.Run("overlap", func(t *testing.T) {
 		v := run([]*section{sec(p0, 0, 1, 3, 100), sec(p1, 0, 2, 4, 200)}, 4, 0)

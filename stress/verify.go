@@ -37,6 +37,7 @@ type section struct {
 	TE    int64 // after the exit INCR
 	Lease int64 // the hold's lease in ms (fixed, or the watchdog timeout)
 	WD    bool  // the watchdog renews the hold
+	Read  bool  // a read hold (--rw): it may overlap other read holds
 	Lost  bool  // the hold's lease may have run out during the section
 
 	killedAt int64 // the process' kill time
@@ -58,6 +59,8 @@ type Verdict struct {
 	Completed           int   // ... and finished (E records)
 	PerName             []int // acquisitions per name
 	Violations          int   // overlapping sections not explained by a lease that ran out
+	ReadOverlaps        int   // read sections that overlapped other read sections (--rw: allowed)
+	Reads               int   // read sections (--rw)
 	LeaseExpiryOverlaps int   // overlaps explained by a lease that ran out (killed or lost holder)
 	CutByKill           int   // sections open when their process was killed
 	Unrecorded          int   // sequence numbers no record accounts for (INCRs of killed processes)
@@ -128,7 +131,7 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 			}
 			switch r.K {
 			case "B":
-				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, killedAt: p.KilledAt}
+				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, Read: r.Read, killedAt: p.KilledAt}
 				sections = append(sections, s)
 				open[key{p.proc, r.N, r.S1}] = s
 			case "E":
@@ -198,6 +201,9 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 // only faults are kills, sections of milliseconds and leases of seconds,
 // the time test is enough.
 //
+// With --rw, read sections may overlap each other (counted apart); an
+// overlap involving a write section is judged as above.
+//
 // Any other overlap is a violation. Every unexplained sequence number must
 // come from a killed process (an INCR whose record the kill prevented).
 func check(sections []*section, seqMax []int64, kills int, goroutines int, v *Verdict) {
@@ -211,6 +217,9 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, v *Ve
 		}
 		byName[s.N] = append(byName[s.N], s)
 		v.PerName[s.N]++
+		if s.Read {
+			v.Reads++
+		}
 		v.Acquisitions++
 		if !s.open() {
 			v.Completed++
@@ -247,6 +256,11 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, v *Ve
 					continue // e was out before l entered
 				}
 				// e entered before l, and was still inside when l entered.
+				if e.Read && l.Read {
+					v.ReadOverlaps++ // readers share
+					kept = append(kept, e)
+					continue
+				}
 				switch {
 				case e.open() && e.killedAt != 0 && l.TB >= e.T0+e.Lease*ms-clockSlack && (l.TB > e.killedAt || !e.WD):
 					// e's process died holding the lock: l entered once

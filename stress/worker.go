@@ -30,6 +30,7 @@ type workerConfig struct {
 	MaxHoldUs  int64    `json:"max_hold_us"`
 	Unsafe     bool     `json:"unsafe"`
 	Faults     float64  `json:"faults"`
+	RW         bool     `json:"rw"`
 	Out        string   `json:"out"`
 	Seed       uint64   `json:"seed"`
 }
@@ -40,7 +41,8 @@ type workerConfig struct {
 //	   value its INCR of N's sequence key returned, TB the wall clock
 //	   just before that INCR, T0 the wall clock before the acquire call
 //	   began, Lease the hold's lease in ms (the fixed lease, or the
-//	   watchdog timeout), WD whether the watchdog renews it.
+//	   watchdog timeout), WD whether the watchdog renews it, Read whether
+//	   it is a read hold of a read-write lock (--rw).
 //	E: it ended: S2 is the value of the second INCR, TE the wall clock
 //	   after it, Lost whether the hold's lease may have run out
 //	   meanwhile: a lease set at the acquisition (after T0) can only have
@@ -63,6 +65,7 @@ type record struct {
 	T     int64  `json:"t,omitempty"`
 	Lease int64  `json:"lease,omitempty"`
 	WD    bool   `json:"wd,omitempty"`
+	Read  bool   `json:"read,omitempty"`
 	Lost  bool   `json:"lost,omitempty"`
 	State string `json:"state,omitempty"`
 	Err   string `json:"err,omitempty"`
@@ -189,7 +192,17 @@ func workerMain(specJSON string) int {
 			}
 			for stop.Err() == nil {
 				n := rng.IntN(len(cfg.Names))
-				l := c.Lock(cfg.Names[n])
+				var l rlock.Locker = c.Lock(cfg.Names[n])
+				read := false
+				if cfg.RW {
+					// Three reads for every write.
+					rw := c.ReadWriteLock(cfg.Names[n])
+					if read = rng.IntN(4) != 0; read {
+						l = rw.ReadLock()
+					} else {
+						l = rw.WriteLock()
+					}
+				}
 				fixed := rng.IntN(2) == 0
 				t0 := time.Now()
 				if !cfg.Unsafe {
@@ -237,7 +250,7 @@ func workerMain(specJSON string) int {
 					unlock()
 					return
 				}
-				emit(record{K: "B", G: g, N: n, S1: s1, T0: t0.UnixNano(), TB: tb.UnixNano(), Lease: leaseMs, WD: wd})
+				emit(record{K: "B", G: g, N: n, S1: s1, T0: t0.UnixNano(), TB: tb.UnixNano(), Lease: leaseMs, WD: wd, Read: read})
 				if cfg.MaxHoldUs > 0 {
 					time.Sleep(time.Duration(rng.Int64N(cfg.MaxHoldUs+1)) * time.Microsecond)
 				}
