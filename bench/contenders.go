@@ -69,11 +69,15 @@ var Watchdogs = map[string]bool{"rlock": true, "rueidislock": true}
 
 // Settings describes, per contender, the settings the benchmark uses.
 var Settings = map[string]string{
-	"rlock":       "rueidis v1.0.79 client with defaults; rlock defaults (watchdog 30s; 3s in S3)",
-	"limit":       "scripts.Acquire/scripts.Unlock Exec straight on a default rueidis v1.0.79 client; one fence key per handle, never written (no fault settling); S2 waits on one bare rueidis Receive per lock name (no hub)",
-	"bsm":         "bsm/redislock " + bsmVersion + " on go-redis v9.23.0 defaults (pool 10×GOMAXPROCS); TTL 30s; waits with LinearBackoff(16ms): the shortest interval its docs recommend",
-	"redsync":     "redsync/v4 " + redsyncVersion + ", one goredis/v9 pool on go-redis v9.23.0 defaults; NewMutex defaults (expiry 8s, 32 tries, retry delay rand[50ms,250ms)); ErrFailed retried",
-	"rueidislock": "rueidislock (rueidis v1.0.79): KeyMajority 1, NoLoopTracking (Redis ≥ 7.0.5, as its README advises), client-side caching on; KeyValidity 5s default (3s in S3, extends every validity/2)",
+	"rlock":        "rueidis v1.0.79 client with defaults; rlock defaults (watchdog 30s; 3s in S3)",
+	"limit":        "scripts.Acquire/scripts.Unlock Exec straight on a default rueidis v1.0.79 client; one fence key per handle, never written (no fault settling); S2 waits on one bare rueidis Receive per lock name (no hub)",
+	"bsm":          "bsm/redislock " + bsmVersion + " on go-redis v9.23.0 defaults (pool 10×GOMAXPROCS); TTL 30s; waits with LinearBackoff(16ms): the shortest interval its docs recommend",
+	"redsync":      "redsync/v4 " + redsyncVersion + ", one goredis/v9 pool on go-redis v9.23.0 defaults; NewMutex defaults (expiry 8s, 32 tries, retry delay rand[50ms,250ms)); ErrFailed retried",
+	"rlock-read":   "rlock ReadWriteLock(name).ReadLock(), defaults as rlock",
+	"rlock-fenced": "rlock FencedLock(name), defaults as rlock",
+	"limit-read":   "scripts.ReadAcquire/ReadUnlock Exec straight on rueidis (one attempt, no settling)",
+	"limit-fenced": "scripts.Acquire/Unlock with the token key, Exec straight on rueidis (a fresh fence per grant, no settling)",
+	"rueidislock":  "rueidislock (rueidis v1.0.79): KeyMajority 1, NoLoopTracking (Redis ≥ 7.0.5, as its README advises), client-side caching on; KeyValidity 5s default (3s in S3, extends every validity/2)",
 }
 
 const (
@@ -102,6 +106,20 @@ func New(name string, cfg Config) (Contender, error) {
 		return newRedsync(cfg)
 	case "rueidislock":
 		return newRueidisLock(cfg)
+	case "rlock-read", "rlock-fenced":
+		c, err := newRlock(cfg)
+		if err != nil {
+			return nil, err
+		}
+		c.(*rlockC).kind = strings.TrimPrefix(name, "rlock-")
+		return c, nil
+	case "limit-read", "limit-fenced":
+		c, err := newLimit(cfg)
+		if err != nil {
+			return nil, err
+		}
+		c.(*limitC).kind = strings.TrimPrefix(name, "limit-")
+		return c, nil
 	}
 	return nil, fmt.Errorf("unknown contender %q", name)
 }
@@ -112,6 +130,7 @@ type rlockC struct {
 	rc   rueidis.Client
 	c    *rlock.Client
 	lost atomic.Int64 // holds reported lost (WithLostHandler)
+	kind string       // "": the plain lock; "read": a read lock; "fenced"
 }
 
 func newRlock(cfg Config) (Contender, error) {
@@ -138,7 +157,19 @@ func newRlock(cfg Config) (Contender, error) {
 }
 
 func (c *rlockC) NewMutex(name string, owner int64) Mutex {
+	switch c.kind {
+	case "read":
+		return &rlockM{l: c.c.ReadWriteLock(name).ReadLock(), owner: owner}
+	case "fenced":
+		return &rlockM{l: c.c.FencedLock(name), owner: owner}
+	}
 	return &rlockM{l: c.c.Lock(name), owner: owner}
+}
+
+// NewRW returns the read and write sides of the read-write lock name.
+func (c *rlockC) NewRW(name string, owner int64) (read, write Mutex) {
+	rw := c.c.ReadWriteLock(name)
+	return &rlockM{l: rw.ReadLock(), owner: owner}, &rlockM{l: rw.WriteLock(), owner: owner}
 }
 
 func (c *rlockC) Close() {
@@ -152,7 +183,7 @@ func (c *rlockC) Stats() map[string]int {
 }
 
 type rlockM struct {
-	l     *rlock.Lock
+	l     rlock.Locker
 	owner int64
 }
 
@@ -181,6 +212,8 @@ type limitC struct {
 
 	mu   sync.Mutex
 	subs map[string]*limitSub
+
+	kind string // "": the plain lock; "read", "fenced": one attempt per Lock (S1 only)
 }
 
 type limitSub struct {
@@ -206,6 +239,17 @@ func (c *limitC) NewMutex(name string, owner int64) Mutex {
 	fence := "goredisson_fence:{" + name + "}:bench" + strconv.FormatInt(owner, 16)
 	if strings.Contains(name, "{") {
 		fence = "goredisson_fence:" + name + ":bench" + strconv.FormatInt(owner, 16)
+	}
+	switch c.kind {
+	case "read":
+		prefix := "{" + name + "}:" + field + ":rwlock_timeout"
+		return &limitOnce{rc: c.rc, acq: scripts.ReadAcquire, unl: scripts.ReadUnlock,
+			keys: []string{name, prefix, fence}, acqArgs: []string{leaseMs, field, field + ":write", "0", "60000"},
+			ukeys: []string{name, rlock.RWLockChannelName(name), prefix, "{" + name + "}", fence}, uargs: []string{field, "PUBLISH", "1", "60000"}}
+	case "fenced":
+		return &limitOnce{rc: c.rc, acq: scripts.Acquire, unl: scripts.Unlock,
+			keys: []string{name, rlock.TokenName(name), fence}, acqArgs: []string{leaseMs, field, "0", "60000"},
+			ukeys: []string{name, ch, fence}, uargs: []string{"0", leaseMs, field, "PUBLISH", "1", "60000"}}
 	}
 	return &limitM{
 		c:       c,
@@ -313,6 +357,40 @@ func (m *limitM) Lock(ctx context.Context) error {
 
 func (m *limitM) Unlock(ctx context.Context) error {
 	r, err := scripts.Unlock.Exec(ctx, m.c.rc, m.ukeys, m.uargs).AsInt64()
+	if err == nil && r < 0 {
+		return errors.New("limit: unlock: not held")
+	}
+	return err
+}
+
+// limitOnce is the bare scripts of a read or fenced lock: one acquire
+// attempt per Lock (S1 never waits), no fault settling.
+type limitOnce struct {
+	rc            rueidis.Client
+	acq, unl      *scripts.Script
+	keys, acqArgs []string
+	ukeys, uargs  []string
+	burn          bool
+	n             int
+}
+
+func (m *limitOnce) Lock(ctx context.Context) error {
+	res := m.acq.Exec(ctx, m.rc, m.keys, m.acqArgs)
+	if vals, err := res.AsIntSlice(); err == nil && len(vals) == 2 {
+		return nil // {count, token}
+	}
+	r, err := res.AsInt64()
+	if err != nil {
+		return err
+	}
+	if r <= 0 {
+		return errors.New("limit: acquire: not free (S1 only)")
+	}
+	return nil
+}
+
+func (m *limitOnce) Unlock(ctx context.Context) error {
+	r, err := m.unl.Exec(ctx, m.rc, m.ukeys, m.uargs).AsInt64()
 	if err == nil && r < 0 {
 		return errors.New("limit: unlock: not held")
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -564,4 +565,101 @@ func Median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// ---- S5: writer hand-off under readers ----
+
+// RWContender makes the read and write sides of a read-write lock.
+type RWContender interface {
+	NewRW(name string, owner int64) (read, write Mutex)
+}
+
+// S5 timings: each reader takes and releases the read lock, then pauses
+// ReaderPause; the writer takes and releases the write lock, then pauses
+// WriterPause. The same loops run in Java (interop_test/java Bench s5).
+const (
+	ReaderPause = 2 * time.Millisecond
+	WriterPause = 5 * time.Millisecond
+)
+
+// S5 runs readers goroutines cycling the read lock of name and one writer
+// cycling its write lock, and measures how long the writer waits for each
+// grant (P50us, P99us; Rate: write grants per second; Ext: reader pairs
+// per second). No lock of the family is fair: a writer gets in when the
+// readers leave a gap.
+func S5(c Contender, name string, readers int, warm, dur time.Duration) Result {
+	rwc, ok := c.(RWContender)
+	if !ok {
+		return fail(errors.New("S5 needs a read-write lock"))
+	}
+	ctx := context.Background()
+	var phase atomic.Int32 // 0 warm, 1 measure, 2 stop
+	var readPairs atomic.Int64
+	var wh Hist
+	errs := make(chan error, readers+1)
+	var wg sync.WaitGroup
+	for range readers {
+		r, _ := rwc.NewRW(name, 0)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for phase.Load() != 2 {
+				if err := r.Lock(ctx); err != nil {
+					errs <- fmt.Errorf("read lock: %w", err)
+					return
+				}
+				if err := r.Unlock(ctx); err != nil {
+					errs <- fmt.Errorf("read unlock: %w", err)
+					return
+				}
+				if phase.Load() == 1 {
+					readPairs.Add(1)
+				}
+				time.Sleep(ReaderPause)
+			}
+		}()
+	}
+	_, w := rwc.NewRW(name, 0)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for phase.Load() != 2 {
+			t := time.Now()
+			if err := w.Lock(ctx); err != nil {
+				errs <- fmt.Errorf("write lock: %w", err)
+				return
+			}
+			waited := time.Since(t)
+			if err := w.Unlock(ctx); err != nil {
+				errs <- fmt.Errorf("write unlock: %w", err)
+				return
+			}
+			if phase.Load() == 1 {
+				wh.Add(waited)
+			}
+			time.Sleep(WriterPause)
+		}
+	}()
+	time.Sleep(warm)
+	start := time.Now()
+	phase.Store(1)
+	time.Sleep(dur)
+	phase.Store(2)
+	elapsed := time.Since(start)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		return fail(errors.New("S5: a goroutine did not return within 30s after the end"))
+	}
+	select {
+	case err := <-errs:
+		return fail(err)
+	default:
+	}
+	n := int64(wh.Count())
+	return Result{OK: true, Ops: n, Seconds: elapsed.Seconds(), Rate: float64(n) / elapsed.Seconds(),
+		P50us: us(wh.Quantile(0.5)), P99us: us(wh.Quantile(0.99)),
+		Ext: map[string]float64{"read_pairs_per_s": float64(readPairs.Load()) / elapsed.Seconds()}}
 }

@@ -47,11 +47,12 @@ func (c *Client) lockSpec(name string, v lockVariant) *engine.Spec {
 		token = TokenName(name)
 	}
 	return &engine.Spec{
-		Kind:    kindLock,
-		Name:    name,
-		Channel: channel,
-		Spin:    v.spin,
-		Acquire: scripts.Acquire,
+		Kind:     kindLock,
+		Name:     name,
+		Channel:  channel,
+		Spin:     v.spin,
+		TokenKey: token,
+		Acquire:  scripts.Acquire,
 		AcquireKeys: func(dst []string, _, fence string) []string {
 			if token != "" {
 				return append(dst, name, token, fence)

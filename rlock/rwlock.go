@@ -53,10 +53,11 @@ func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
 		publish := c.eng.Publish
 		keyPrefix := names.KeyPrefix(name)
 		r.spec = &engine.Spec{
-			Kind:    kindRead,
-			Name:    name,
-			Channel: channel,
-			Acquire: scripts.ReadAcquire,
+			Kind:      kindRead,
+			Name:      name,
+			Channel:   channel,
+			UnlockTTL: true,
+			Acquire:   scripts.ReadAcquire,
 			AcquireKeys: func(dst []string, field, fence string) []string {
 				return append(dst, name, names.ReadTimeoutPrefix(name, field), fence)
 			},

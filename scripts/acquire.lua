@@ -15,8 +15,8 @@
 -- Replies (this library's own encoding; Java never reads them):
 --   n > 0   acquired or re-entered: ARGV[2]'s count is now n, the TTL ARGV[1]
 --   {n, t}  the same for a fenced lock: t is the token this grant INCRed
---           (also kept in the fence key as "t<t>", so that fence.lua can
---           tell it after a lost reply; the caller then takes a new fence)
+--           (after a lost reply fence.lua reads it from the token key: the
+--           owner has held the lock since, so no other grant ran)
 --   0       fenced: the fence key exists (see fence.lua), nothing was done
 --   r < 0   held by another owner; its PTTL is -2 - r (-1: no expiry)
 --   {c}     refused: ARGV[2]'s count is c, not ARGV[3] (the hold changed
@@ -45,9 +45,7 @@ if prior > 0 or redis.call('exists', KEYS[1]) == 0 then
     local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     if #KEYS == 3 then
-        local t = redis.call('incr', KEYS[2])
-        redis.call('set', fence, 't' .. t, 'px', ARGV[4])
-        return {n, t}
+        return {n, redis.call('incr', KEYS[2])}
     end
     return n
 end

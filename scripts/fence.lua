@@ -3,6 +3,7 @@
 --
 -- KEYS[1]  the lock hash (the raw name)
 -- KEYS[2]  the lost call's fence key "goredisson_fence:{<raw>}:<32 hex id>"
+-- KEYS[3]  optional: a fenced lock's token key "redisson_lock_token:{<raw>}"
 -- ARGV[1]  owner field ("<clientId>:<ownerId>", with ":write" for a
 --          write lock)
 -- ARGV[2]  fence TTL in milliseconds
@@ -12,25 +13,30 @@
 -- writes the fence key (keeping a mark the call left), so the lost call
 -- can no longer run if it has not run yet.
 --
--- Replies:
---   n       ARGV[1]'s count in KEYS[1] now (0 when absent); the call either
---           ran (and moved the count by one from what its caller expected)
---           or never will
---   {n}     the same count, and the call did run but refused to act because
---           the count was not the expected one (it marked KEYS[2] "s")
---   {n, t}  the same count, and the call was a fenced-lock grant that ran
---           and issued token t (it marked KEYS[2] "t<t>")
+-- Reply: {n, refused, token, pttl}
+--   n        ARGV[1]'s count in KEYS[1] now (0 when absent); the call either
+--            ran (and moved the count by one from what its caller expected)
+--            or never will
+--   refused  1 when the call did run but refused to act because the count
+--            was not the expected one (it marked KEYS[2] "s"), else 0
+--   token    the value of KEYS[3] (0 when absent or not given). When n is
+--            one more than the count a fenced grant expected, this is the
+--            token that grant issued: the owner has held the lock ever
+--            since, and only a holder's grant increments the token
+--   pttl     PTTL of KEYS[1]
 --
 -- Idempotent: safe to resend.
 local mark = redis.call('get', KEYS[2])
 if not mark then
     redis.call('set', KEYS[2], '1', 'px', ARGV[2])
 end
-local n = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or 0)
+local n = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or 0) or 0
+local token = 0
+if KEYS[3] then
+    token = tonumber(redis.call('get', KEYS[3]) or 0) or 0
+end
+local refused = 0
 if mark == 's' then
-    return {n}
+    refused = 1
 end
-if mark and string.sub(mark, 1, 1) == 't' then
-    return {n, tonumber(string.sub(mark, 2))}
-end
-return n
+return {n, refused, token, redis.call('pttl', KEYS[1])}

@@ -13,9 +13,12 @@
 -- ARGV[4]  fence TTL in milliseconds
 --
 -- Replies (this library's own encoding):
---   n >= 0  ARGV[1]'s count is now n. At 0 the lock is deleted and "0"
---           published when no hold is left with time to live (the hash TTL
---           otherwise follows the longest-lived hold left)
+--   {n, t}  ARGV[1]'s count is now n > 0 and the hash lives t ms more
+--           (the longest-lived read hold left, of any reader; a write
+--           hold of the same owner may keep it longer: t is then its PTTL)
+--   0       ARGV[1] holds no more: its count was 1, or its holds left had
+--           no time to live and the hash was deleted. The lock is deleted
+--           and "0" published when no hold is left with time to live
 --   -1      ARGV[1] does not hold a read lock (and the caller expected that)
 --   -2      fenced: the fence key exists, nothing was done
 --   {c}     refused: ARGV[1]'s count is c, not ARGV[3]; the fence key is
@@ -55,12 +58,18 @@ if redis.call('hlen', KEYS[1]) > 1 then
     end
     if maxRemain > 0 then
         redis.call('pexpire', KEYS[1], maxRemain)
-        return n
+        if n == 0 then
+            return 0
+        end
+        return {n, maxRemain}
     end
     if mode == 'write' then
-        return n
+        if n == 0 then
+            return 0
+        end
+        return {n, redis.call('pttl', KEYS[1])}
     end
 end
 redis.call('del', KEYS[1])
 redis.call(ARGV[2], KEYS[2], '0')
-return n
+return 0

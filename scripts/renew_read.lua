@@ -8,9 +8,11 @@
 --
 -- Returns one integer per hold: 1 where the reader still held the lock and
 -- its timeout keys 1..count and the hash were extended, 0 where it was gone.
--- The hash's TTL is never shortened (Redisson 4.4+ sets it to the lease,
--- which can cut another reader's longer fixed lease; Java cannot tell the
--- difference except by a longer TTL). Idempotent: safe to resend.
+-- No TTL is ever shortened: not the hash's (Redisson 4.4+ sets it to the
+-- lease, which can cut another reader's longer fixed lease), not a timeout
+-- key's (a fixed-lease level of a hold that also has a watchdog level).
+-- Java cannot tell the difference except by a longer TTL. Idempotent:
+-- safe to resend.
 local result = {}
 local lease = tonumber(ARGV[1])
 for i = 1, #KEYS / 2 do
@@ -18,7 +20,10 @@ for i = 1, #KEYS / 2 do
     local c = tonumber(redis.call('hget', raw, ARGV[i + 1]) or 0)
     if c > 0 then
         for j = c, 1, -1 do
-            redis.call('pexpire', prefix .. ':' .. j, lease)
+            local k = prefix .. ':' .. j
+            if redis.call('pttl', k) < lease then
+                redis.call('pexpire', k, lease)
+            end
         end
         if redis.call('pttl', raw) < lease then
             redis.call('pexpire', raw, lease)

@@ -72,7 +72,13 @@ func TestAcquireUnlockFence(t *testing.T) {
 		return n, err
 	}
 	fence := func(field, fence string) (int64, error) {
-		return scripts.Fence.Exec(ctx, rc, []string{key, fence}, []string{field, "60000"}).AsInt64()
+		vals, err := scripts.Fence.Exec(ctx, rc, []string{key, fence}, []string{field, "60000"}).AsIntSlice()
+		if err != nil {
+			return 0, err
+		}
+		require.Len(t, vals, 4, "{count, refused, token, pttl}")
+		require.Zero(t, vals[1], "not refused")
+		return vals[0], nil
 	}
 	n, err := acquire(owner, fence1)
 	require.NoError(t, err)
@@ -136,10 +142,10 @@ func TestAcquireUnlockFence(t *testing.T) {
 	assert.Equal(t, map[string]string{owner: "3"}, m, "a refusal changes nothing")
 	vals, err = scripts.Fence.Exec(ctx, rc, []string{key, fence1 + "z"}, []string{owner, "60000"}).AsIntSlice()
 	require.NoError(t, err)
-	assert.Equal(t, []int64{3}, vals, "the fence reports the refusal")
+	assert.Equal(t, []int64{3, 1, 0}, vals[:3], "the fence reports the refusal")
 	vals, err = scripts.Fence.Exec(ctx, rc, []string{key, fence1 + "z"}, []string{owner, "60000"}).AsIntSlice()
 	require.NoError(t, err)
-	assert.Equal(t, []int64{3}, vals, "and keeps reporting it when resent")
+	assert.Equal(t, []int64{3, 1, 0}, vals[:3], "and keeps reporting it when resent")
 }
 
 func TestRenewAndForceUnlock(t *testing.T) {

@@ -13,7 +13,9 @@
 -- ARGV[6]  fence TTL in milliseconds
 --
 -- Replies: as unlock.lua's (n > 0 partial, 0 released, -1 not held, -2
--- fenced, {c} refused). At 0 the lock is deleted and ARGV[1] published,
+-- fenced, {c} refused). A partial unlock sets the TTL to ARGV[2], as
+-- Redisson, but never below the TTL left when the owner also holds read
+-- locks (which only it can while it writes). At 0 the lock is deleted and ARGV[1] published,
 -- unless the same owner still holds read locks: then the mode becomes
 -- "read" and nothing is published (a downgrade).
 local fence = KEYS[3]
@@ -30,7 +32,13 @@ if prior == 0 or redis.call('hget', KEYS[1], 'mode') ~= 'write' then
 end
 local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 if n > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
+    -- Redisson sets the lease; when the same owner also reads (HLEN > 2),
+    -- the TTL is never cut below what its read holds have left.
+    local ttl = tonumber(ARGV[2])
+    if redis.call('hlen', KEYS[1]) > 2 then
+        ttl = math.max(ttl, redis.call('pttl', KEYS[1]))
+    end
+    redis.call('pexpire', KEYS[1], ttl)
     return n
 end
 redis.call('hdel', KEYS[1], ARGV[3])

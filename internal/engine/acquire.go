@@ -124,13 +124,14 @@ func (e *Engine) spin(ctx context.Context, s *Spec, field string, lease time.Dur
 			}
 			d = min(d, r)
 		}
-		if err := sleep(ctx, d); err != nil {
-			if errors.Is(err, hold.ErrClosed) || e.Closed() {
-				return 0, false, hold.ErrClosed
-			}
-			return 0, false, err
-		}
-		if e.Closed() {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return 0, false, ctx.Err()
+		case <-e.closing:
+			t.Stop()
 			return 0, false, hold.ErrClosed
 		}
 		_, token, ok, err := e.try(ctx, s, field, lease, end)
@@ -178,7 +179,7 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 			return 0, 0, false, fmt.Errorf("rlock: %q: acquire: %w: the hold kept changing", s.Name, ErrTimeout)
 		}
 		before := t.Count(h)
-		call := &Call{Script: s.Acquire, Name: s.Name, Field: field}
+		call := &Call{Script: s.Acquire, Name: s.Name, Field: field, Token: s.TokenKey}
 		call.Keys = s.AcquireKeys(call.keys[:0], field, h.Fence(NewFence))
 		call.Args = s.AcquireArgs(call.args[:0], field, leaseMs, strconv.Itoa(before))
 		sent := time.Now()
@@ -217,9 +218,8 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 			h.BurnFence()
 			t.Observe(h, c)
 			continue
-		} else if c, tok, granted := Granted(out.Reply); granted {
-			h.BurnFence() // a fenced-lock grant keeps its token in the fence
-			n, token = c, tok
+		} else if c, tok, granted := Pair(out.Reply); granted {
+			n, token = c, tok // a fenced-lock grant
 		} else {
 			r, err := out.Reply.Int()
 			switch {

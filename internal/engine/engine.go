@@ -103,6 +103,7 @@ type Call struct {
 	Args   []string
 	Name   string // the lock hash whose Field count the fence reads
 	Field  string
+	Token  string // a fenced lock's token key, which the fence reads too
 
 	keys [5]string // room for Keys and Args, so a call is one allocation
 	args [8]string
@@ -121,11 +122,13 @@ type Outcome struct {
 	Fenced  bool
 	Count   int
 	Refused bool
-	// Token: the fence found a fenced-lock grant that ran and issued this
-	// token (0: none).
+	// Token: the token key's value at the fence (a fenced lock's; the
+	// token of the grant when it ran). TTL: the hash's PTTL then.
 	Token int64
-	// Recv is when the reply (or the fence's) was read.
-	Recv time.Time
+	TTL   time.Duration
+	// Sent is when the fence was sent (zero for a reply); Recv when the
+	// reply (or the fence's) was read.
+	Sent, Recv time.Time
 }
 
 // Stale decodes a script's refusal, {count}: the owner's count was not
@@ -138,8 +141,9 @@ func Stale(r Reply) (count int, ok bool) {
 	return int(vals[0]), true
 }
 
-// Granted decodes a fenced-lock grant, {count, token}.
-func Granted(r Reply) (count int, token int64, ok bool) {
+// Pair decodes a reply {count, v}: a fenced-lock grant's token, a partial
+// read unlock's TTL left in ms.
+func Pair(r Reply) (count int, v int64, ok bool) {
 	vals, ok := pair(r)
 	if !ok || len(vals) != 2 {
 		return 0, 0, false
@@ -207,23 +211,20 @@ func (e *Engine) settle(ctx context.Context, deadline time.Time, c *Call, stop <
 	for {
 		// Unsynced: a plain call follows every redirect (rueidis mishandles
 		// ASK with WAIT in one pipeline), and the fence is idempotent.
-		r := e.X.RunPlain(bg, scripts.Fence, []string{c.Name, c.fence()}, []string{c.Field, fenceTTLms})
+		keys := []string{c.Name, c.fence()}
+		if c.Token != "" {
+			keys = append(keys, c.Token)
+		}
+		sent := time.Now()
+		r := e.X.RunPlain(bg, scripts.Fence, keys, []string{c.Field, fenceTTLms})
 		if r.Class == Done {
-			o := Outcome{Fenced: true, Recv: time.Now()}
-			if n, ok := Stale(r); ok {
-				o.Count, o.Refused = n, true
-				return o, nil
+			vals, err := r.Res.AsIntSlice()
+			if err != nil || len(vals) != 4 {
+				// Nothing can make this reply right: stop settling.
+				return Outcome{}, &permanentError{fmt.Errorf("fence: unexpected reply %v: %w", r.Res, err)}
 			}
-			if n, t, ok := Granted(r); ok {
-				o.Count, o.Token = n, t
-				return o, nil
-			}
-			n, err := r.Int()
-			if err != nil {
-				return Outcome{}, fmt.Errorf("fence: unexpected reply: %w", err)
-			}
-			o.Count = int(n)
-			return o, nil
+			return Outcome{Fenced: true, Count: int(vals[0]), Refused: vals[1] == 1, Token: vals[2],
+				TTL: time.Duration(vals[3]) * time.Millisecond, Sent: sent, Recv: time.Now()}, nil
 		}
 		if r.Class == Failed {
 			return Outcome{}, &permanentError{r.Err}

@@ -32,6 +32,14 @@ type Spec struct {
 	// fresh back-off for one wait.
 	Spin func() BackOff
 
+	// TokenKey is a fenced lock's token key: a lost grant's reply is
+	// settled with its value (see scripts/fence.lua).
+	TokenKey string
+	// UnlockTTL: a partial unlock leaves the hash's TTL as it was (a read
+	// lock's: the longest read hold left) instead of restoring the
+	// hold's lease; its reply, and the fence's, tell that TTL.
+	UnlockTTL bool
+
 	Acquire *scripts.Script
 	// AcquireKeys and AcquireArgs append an acquire call's keys and
 	// arguments to dst, for one owner field, fence key, lease in ms and
@@ -84,7 +92,7 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			return 0, fmt.Errorf("rlock: %q: unlock: %w: the hold kept changing", s.Name, ErrTimeout), false
 		}
 		before := t.Count(h)
-		call := &Call{Script: s.Unlock, Name: s.Name, Field: field}
+		call := &Call{Script: s.Unlock, Name: s.Name, Field: field, Token: s.TokenKey}
 		call.Keys = s.UnlockKeys(call.keys[:0], field, h.Fence(NewFence))
 		call.Args = s.UnlockArgs(call.args[:0], field, e.leaseMs(t.Lease(h)), strconv.Itoa(before))
 		sent := time.Now()
@@ -97,7 +105,7 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			t.Abandon(h, cause)
 			e.Later(h, call, func(o Outcome) bool {
 				if n, ran, _ := settledUnlock(t, h, before, o); ran {
-					t.Released(h, n, sent, o.Recv)
+					e.released(s, h, n, sent, o)
 				}
 				return false
 			})
@@ -110,7 +118,7 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			n, ran, gone := settledUnlock(t, h, before, out)
 			switch {
 			case ran:
-				t.Released(h, n, sent, out.Recv)
+				e.released(s, h, n, sent, out)
 				return n, nil, false
 			case gone:
 				return 0, e.notHeld(s, field), false
@@ -121,6 +129,14 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			h.BurnFence()
 			t.Observe(h, c) // a hold that is gone ends with ErrLockLost
 			continue
+		}
+		if c, ttl, ok := Pair(out.Reply); ok && s.UnlockTTL {
+			// A partial read unlock: the hash lives ttl more.
+			t.ReleasedTTL(h, c, sent, out.Recv, time.Duration(ttl)*time.Millisecond)
+			if out.Reply.Unsynced() {
+				return c, e.resync(ctx, s.Name, out.Reply), false
+			}
+			return c, nil, false
 		}
 		r, err := out.Reply.Int()
 		if err != nil {
@@ -140,6 +156,16 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			return 0, fmt.Errorf("rlock: %q: unlock: unexpected reply %d", s.Name, r), false
 		}
 	}
+}
+
+// released records a settled unlock that ran and left count n.
+func (e *Engine) released(s *Spec, h *hold.Hold, n int, sent time.Time, o Outcome) {
+	if s.UnlockTTL && n > 0 {
+		// The hash TTL at the fence bounds the hold left.
+		e.Table.ReleasedTTL(h, n, o.Sent, o.Recv, o.TTL)
+		return
+	}
+	e.Table.Released(h, n, sent, o.Recv)
 }
 
 // settledUnlock decides a settled unlock call that expected the count

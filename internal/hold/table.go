@@ -61,6 +61,7 @@ type Hold struct {
 	count    int           // the reentrancy count as Redis last reported it; 0: not held
 	watchdog int           // acquisitions in watchdog mode not yet matched by an unlock
 	lease    time.Duration // the last explicit lease; 0: the watchdog timeout
+	ttl      time.Duration // > 0: the TTL a read unlock left, in place of the lease
 	since    time.Time     // when the current hold began
 	set      time.Time     // when the TTL was last set (send time of the script)
 	recv     time.Time     // when the reply that set it was read
@@ -224,6 +225,7 @@ func (t *Table) Acquired(h *Hold, count int, lease time.Duration, sent, recv tim
 	h.count = count
 	h.set, h.recv = sent, recv
 	h.expired = false
+	h.ttl = 0
 	if lease > 0 {
 		h.lease = lease
 	} else {
@@ -255,6 +257,33 @@ func (t *Table) Released(h *Hold, count int, sent, recv time.Time) {
 	h.count = count
 	h.set, h.recv = sent, recv
 	h.expired = false
+	h.ttl = 0
+	t.armLocked(h)
+}
+
+// ReleasedTTL records a partial unlock that left count in Redis and the
+// hash ttl to live (from the script's run, which came after sent): a read
+// unlock, which restores no lease. The hold's end is bounded by
+// sent + ttl.
+func (t *Table) ReleasedTTL(h *Hold, count int, sent, recv time.Time, ttl time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h.watchdog > 0 {
+		h.watchdog--
+	}
+	if count <= 0 {
+		t.mu.Unlock()
+		t.Released(h, 0, sent, recv)
+		t.mu.Lock()
+		return
+	}
+	h.count = count
+	h.set, h.recv = sent, recv
+	h.expired = false
+	h.ttl = ttl
+	if ttl <= 0 {
+		h.ttl = time.Millisecond // expired already (or no expiry: -1 has no lease to bound)
+	}
 	t.armLocked(h)
 }
 
@@ -324,6 +353,9 @@ func (t *Table) armLocked(h *Hold) {
 	lease := h.lease
 	if lease <= 0 {
 		lease = t.timeout
+	}
+	if h.ttl > 0 {
+		lease = h.ttl // what a read unlock left
 	}
 	gen, set := h.gen, h.set
 	early := set.Add(lease)
@@ -408,7 +440,7 @@ func (t *Table) endLocked(h *Hold, cause error, report bool) {
 		h.timer = nil
 	}
 	had := h.count > 0
-	h.count, h.watchdog, h.lease, h.releasing = 0, 0, 0, 0
+	h.count, h.watchdog, h.lease, h.releasing, h.ttl = 0, 0, 0, 0, 0
 	h.inflight = nil
 	h.expired = false
 	t.fireLocked(h, cause, had && report)

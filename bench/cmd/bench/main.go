@@ -71,7 +71,7 @@ func main() {
 	flag.StringVar(&o.svg, "svg", "results.svg", "chart to write (next to -out when relative)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds; the report shows the median of the rounds")
 	flag.StringVar(&contenders, "contenders", "rlock,limit,bsm,redsync,rueidislock,redisson", "contenders to run")
-	flag.StringVar(&scenarios, "scenarios", "s1,s2,s3,s4,allocs", "scenarios to run")
+	flag.StringVar(&scenarios, "scenarios", "s1,s2,s3,s4,fam,allocs", "scenarios to run (fam: the read and fenced locks' S1 at 1, 16, 256 goroutines and S5, the writer hand-off under 16 readers)")
 	flag.StringVar(&s1conc, "s1-conc", "1,4,16,256", "S1 goroutine counts")
 	flag.DurationVar(&o.s1Warm, "s1-warm", 300*time.Millisecond, "S1 warm-up per run")
 	flag.DurationVar(&o.s1Dur, "s1-dur", 2*time.Second, "S1 measured time per run")
@@ -214,6 +214,16 @@ func run(o options) error {
 				r.runOne("s2", 16, c)
 			}
 		}
+		if o.scenarios["fam"] {
+			for _, conc := range famConc {
+				for _, c := range rotate(famContenders(o), round) {
+					r.runOne("s1", conc, c)
+				}
+			}
+			for _, c := range rotate(s5Contenders(o), round) {
+				r.runOne("s5", 16, c)
+			}
+		}
 		if o.scenarios["s3"] {
 			for _, n := range o.s3Sizes {
 				if round >= o.s3Rounds || (n >= 100000 && round >= o.s3BigRounds) {
@@ -294,6 +304,26 @@ func redissonTuned(o options) string {
 	return "redisson-subs" + strconv.Itoa(o.redissonS4Tuned)
 }
 
+// The family benchmarks: S1 of the read and fenced locks against the bare
+// scripts and Redisson, and S5.
+var famConc = []int{1, 16, 256}
+
+func famContenders(o options) []string {
+	out := []string{"rlock-read", "limit-read", "rlock-fenced", "limit-fenced"}
+	if has(o.contenders, "redisson") {
+		out = append(out, "redisson-read", "redisson-fenced")
+	}
+	return out
+}
+
+func s5Contenders(o options) []string {
+	out := []string{"rlock"}
+	if has(o.contenders, "redisson") {
+		out = append(out, "redisson")
+	}
+	return out
+}
+
 func has(xs []string, x string) bool {
 	for _, y := range xs {
 		if y == x {
@@ -359,9 +389,9 @@ func (r *runner) runGo(scenario string, param int, contender string) (bench.Resu
 	args := []string{"worker", "-scenario", scenario, "-contender", contender, "-addr", r.srv.Addr}
 	var timeout time.Duration
 	switch scenario {
-	case "s1":
+	case "s1", "s5":
 		args = append(args, "-conc", strconv.Itoa(param), "-warm", o.s1Warm.String(), "-dur", o.s1Dur.String())
-		timeout = o.s1Warm + o.s1Dur + 30*time.Second
+		timeout = o.s1Warm + o.s1Dur + 60*time.Second
 	case "s2":
 		args = append(args, "-conc", strconv.Itoa(param), "-dur", o.s2Dur.String(), "-maxdur", o.s2Max.String(),
 			"-minacq", strconv.Itoa(o.s2MinAcq))
@@ -435,7 +465,13 @@ func (r *runner) runJava(scenario string, param int, contender string) (bench.Re
 	switch scenario {
 	case "s1":
 		line = fmt.Sprintf("s1 %d %d %d", param, o.s1Warm.Milliseconds(), o.s1Dur.Milliseconds())
+		if kind, ok := strings.CutPrefix(contender, "redisson-"); ok {
+			line += " " + kind // read, fenced
+		}
 		timeout = o.s1Warm + o.s1Dur + 30*time.Second
+	case "s5":
+		line = fmt.Sprintf("s5 %d %d %d", param, o.s1Warm.Milliseconds(), o.s1Dur.Milliseconds())
+		timeout = o.s1Warm + o.s1Dur + 60*time.Second
 	case "s2":
 		line = fmt.Sprintf("s2 %d %d %d %d %d %d", param, o.s1Warm.Milliseconds(), o.s2Dur.Milliseconds(), o.s2Max.Milliseconds(), o.s2MinAcq, 100)
 		timeout = o.s2Max + 90*time.Second

@@ -196,6 +196,7 @@ func (r *runner) write() error {
 	r.writeS2(w)
 	r.writeS3(w)
 	r.writeS4(w)
+	r.writeFamily(w)
 	r.writeSettings(w)
 	r.writeFailures(w)
 
@@ -632,4 +633,47 @@ func notesOf(s stat) string {
 		notes = notes[:300] + "…"
 	}
 	return strings.ReplaceAll(notes, "|", "/")
+}
+
+// writeFamily reports the read and fenced locks' S1 and S5 (the
+// read-write-lock issue's benchmarks and targets: at least 2x Redisson, at
+// least 0.9x the bare scripts, at most 8 allocations per pair).
+func (r *runner) writeFamily(w func(string, ...any)) {
+	o := r.o
+	if !o.scenarios["fam"] {
+		return
+	}
+	w("## The family: read lock, fenced lock, writer hand-off\n\n")
+	w("S1 again (each goroutine its own name, lock+unlock pairs per second), for the read lock (`ReadWriteLock(name).ReadLock()`, Redisson `getReadWriteLock(name).readLock()`) and the fenced lock (`FencedLock(name)`, Redisson `getFencedLock(name)`), against the bare scripts (`limit-*`: the same Lua sent straight through rueidis, one attempt, no bookkeeping) and Redisson %s in the same run. Allocations: Go heap allocations per pair in the worker process during the measured S1 run (everything the process did, divided by pairs).\n\n", r.env.Redisson)
+	w("| lock | goroutines | rlock pairs/s | bare scripts | Redisson | rlock ÷ bare (≥ 0.9) | rlock ÷ Redisson (≥ 2) | rlock allocs/pair (≤ 8) | p50 rlock / Redisson |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, kind := range []string{"read", "fenced"} {
+		for _, conc := range famConc {
+			rl := r.med(key("s1", conc, "rlock-"+kind), rate)
+			lim := r.med(key("s1", conc, "limit-"+kind), rate)
+			js := r.med(key("s1", conc, "redisson-"+kind), rate)
+			al := r.med(key("s1", conc, "rlock-"+kind), func(x bench.Result) float64 { return x.AllocsPerOp })
+			rp := r.med(key("s1", conc, "rlock-"+kind), p50)
+			jp := r.med(key("s1", conc, "redisson-"+kind), p50)
+			cmp := func(a, b stat, want float64) string {
+				if !a.good() || !b.good() {
+					return "not measured"
+				}
+				return fmt.Sprintf("%.2f× %s", a.v/b.v, mark(a.v/b.v >= want))
+			}
+			alc := "not measured"
+			if al.good() {
+				alc = fmt.Sprintf("%.1f %s", al.v, mark(al.v <= 8))
+			}
+			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s / %s |\n", kind, conc, rl.cell(num), lim.cell(num), js.cell(num),
+				cmp(rl, lim, 0.9), cmp(rl, js, 2), alc, rp.cell(lat), jp.cell(lat))
+		}
+	}
+	w("\nS5, the writer hand-off under %d readers: %d goroutines (threads) each take and release the read lock of one name and pause %v; one writer takes and releases its write lock and pauses %v. The table shows how long the writer waits for each grant, and how many read pairs got through. No lock of the family is fair (Redisson's neither): the writer gets in when the readers leave a gap, woken by the last reader's unlock message.\n\n", 16, 16, bench.ReaderPause, bench.WriterPause)
+	w("| contender | write grants/s | writer wait p50 | writer wait p99 | read pairs/s |\n|---|---|---|---|---|\n")
+	for _, c := range s5Contenders(o) {
+		k := key("s5", 16, c)
+		w("| %s | %s | %s | %s | %s |\n", display(c), r.med(k, rate).cell(num), r.med(k, p50).cell(lat),
+			r.med(k, func(x bench.Result) float64 { return x.P99us }).cell(lat), r.med(k, ext("read_pairs_per_s")).cell(num))
+	}
+	w("\n")
 }

@@ -102,6 +102,13 @@ func workerMain(args []string) {
 				*maxDur = 3 * *dur
 			}
 			return bench.S2Min(c1, c2, prefix+"lock", *conc, *warm, *dur, *maxDur, *minAcq, *cs)
+		case "s5":
+			c, err := bench.New(*contender, cfg)
+			if err != nil {
+				return bench.Result{Error: err.Error()}
+			}
+			defer c.Close()
+			return bench.S5(c, prefix+"rw", *conc, *warm, *dur)
 		case "s3", "s4":
 			a, err := bench.NewAdmin(*addr)
 			if err != nil {

@@ -35,7 +35,9 @@ import org.redisson.config.Config;
  * java -cp 'target/driver.jar:target/lib-VERSION/*' Bench HOST:PORT
  *   info                                        {"ok":true,"java":..,"redisson":..,"config":..}
  *   warmup MS                                   S1 (16 threads) then S2 for MS in all
- *   s1 THREADS WARM_MS DUR_MS                   uncontended lock()+unlock(), own name per thread
+ *   s1 THREADS WARM_MS DUR_MS [KIND]            uncontended lock()+unlock(), own name per thread;
+ *                                               KIND lock (default), read (readLock()), fenced
+ *   s5 READERS WARM_MS DUR_MS                   writer hand-off under READERS readers (bench.S5)
  *   s2 THREADS WARM_MS DUR_MS MAX_MS MIN_ACQ CS_US   contended, two RedissonClients, laps
  *   s3 LOCKS WATCHDOG_MS HOLD_MS                watchdog scale (lockAsync(threadId))
  *   s4 LOCKS PER SETTLE_MS TIMEOUT_MS [SUBS]    waiting scale (lockAsync(threadId)); SUBS &gt; 0 sets
@@ -115,12 +117,14 @@ public final class Bench {
                 return info();
             case "warmup": {
                 long ms = Long.parseLong(f[1]);
-                s1(16, 0, ms / 2);
+                s1(16, 0, ms / 2, "lock");
                 s2(16, 0, ms / 2, ms / 2, 0, 100);
                 return "{\"ok\":true}";
             }
             case "s1":
-                return s1(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]));
+                return s1(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]), f.length > 4 ? f[4] : "lock");
+            case "s5":
+                return s5(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]));
             case "s2":
                 return s2(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]), Long.parseLong(f[4]),
                         Long.parseLong(f[5]), Long.parseLong(f[6]));
@@ -190,14 +194,25 @@ public final class Bench {
 
     // ---- S1 ----
 
-    private static String s1(int conc, long warmMs, long durMs) throws Exception {
+    private static RLock s1Lock(RedissonClient c, String kind, String name) {
+        switch (kind) {
+            case "read":
+                return c.getReadWriteLock(name).readLock();
+            case "fenced":
+                return c.getFencedLock(name);
+            default:
+                return c.getLock(name);
+        }
+    }
+
+    private static String s1(int conc, long warmMs, long durMs, String kind) throws Exception {
         RedissonClient c = s1Client();
         AtomicInteger phase = new AtomicInteger();
         Hist[] hists = new Hist[conc];
         AtomicReference<Throwable> err = new AtomicReference<>();
         Thread[] ts = new Thread[conc];
         for (int i = 0; i < conc; i++) {
-            RLock l = c.getLock("s1:redisson:" + i);
+            RLock l = s1Lock(c, kind, "s1:redisson-" + kind + ":" + i);
             Hist h = new Hist();
             hists[i] = h;
             ts[i] = new Thread(() -> {
@@ -254,6 +269,65 @@ public final class Bench {
         return "{\"ok\":true" + (note.isEmpty() ? "" : ",\"note\":" + q(note)) + ",\"ops\":" + n + ",\"seconds\":" + secs
                 + ",\"rate\":" + (n / secs) + ",\"p50_us\":" + all.quantile(0.5) / 1e3 + ",\"p99_us\":" + all.quantile(0.99) / 1e3
                 + ",\"ext\":{\"redis_cpu_us_per_op\":" + ((rcpu1 - rcpu0) * 1e6 / Math.max(n, 1)) + ",\"redis_cpu_pct\":" + (100 * (rcpu1 - rcpu0) / secs) + "}}";
+    }
+
+    // ---- S5: writer hand-off under readers ----
+
+    /** The loops of bench.S5: readers lock+unlock and pause 2ms, one writer lock+unlock and pause 5ms. */
+    private static String s5(int readers, long warmMs, long durMs) throws Exception {
+        RedissonClient c = s1Client();
+        String name = "s5:redisson:rw";
+        AtomicInteger phase = new AtomicInteger();
+        AtomicLong readPairs = new AtomicLong();
+        AtomicReference<Throwable> err = new AtomicReference<>();
+        Hist wh = new Hist();
+        List<Thread> ts = new ArrayList<>();
+        for (int i = 0; i <= readers; i++) {
+            boolean writer = i == readers;
+            RLock l = writer ? c.getReadWriteLock(name).writeLock() : c.getReadWriteLock(name).readLock();
+            Thread t = new Thread(() -> {
+                try {
+                    while (phase.get() != 2) {
+                        long t0 = System.nanoTime();
+                        l.lock();
+                        long waited = System.nanoTime() - t0;
+                        l.unlock();
+                        if (phase.get() == 1) {
+                            if (writer) {
+                                synchronized (wh) {
+                                    wh.add(waited);
+                                }
+                            } else {
+                                readPairs.incrementAndGet();
+                            }
+                        }
+                        Thread.sleep(writer ? 5 : 2);
+                    }
+                } catch (Throwable e) {
+                    err.compareAndSet(null, e);
+                }
+            }, "s5-" + i);
+            t.setDaemon(true);
+            t.start();
+            ts.add(t);
+        }
+        Thread.sleep(warmMs);
+        long start = System.nanoTime();
+        phase.set(1);
+        Thread.sleep(durMs);
+        phase.set(2);
+        double secs = (System.nanoTime() - start) / 1e9;
+        long deadline = System.currentTimeMillis() + 30_000;
+        for (Thread t : ts) {
+            t.join(Math.max(1, deadline - System.currentTimeMillis()));
+        }
+        if (err.get() != null) {
+            return fail(err.get());
+        }
+        long n = wh.n;
+        return "{\"ok\":true,\"ops\":" + n + ",\"seconds\":" + secs + ",\"rate\":" + (n / secs)
+                + ",\"p50_us\":" + wh.quantile(0.5) / 1e3 + ",\"p99_us\":" + wh.quantile(0.99) / 1e3
+                + ",\"ext\":{\"read_pairs_per_s\":" + (readPairs.get() / secs) + "}}";
     }
 
     // ---- S2 ----

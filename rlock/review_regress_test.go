@@ -1,0 +1,150 @@
+package rlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/rlock"
+)
+
+// Regression tests for the review of the family: a read hold's record
+// must never outlive its hold in Redis, a fenced grant leaves no key, a
+// spin waiter returns at Close.
+
+// The older read level's timeout key runs out first; the partial unlock
+// that removes the newer level then finds nothing left to live and deletes
+// the hash: the hold is over, and its HoldContext must say so before a
+// writer gets in.
+func TestReadPartialUnlockThatDeletes(t *testing.T) {
+	e := newEnv(t)
+	c, other := e.client(), e.client()
+	ctx := rlock.WithOwner(context.Background(), 1)
+	r := c.ReadWriteLock("rr-del").ReadLock()
+	require.NoError(t, r.LockLease(ctx, time.Second))
+	time.Sleep(500 * time.Millisecond) // the lease runs on Redis' clock
+	require.NoError(t, r.LockLease(ctx, 3*time.Second))
+	time.Sleep(700 * time.Millisecond) // level 1's key has expired, level 2's lives
+	hctx, err := r.HoldContext(ctx)
+	require.NoError(t, err)
+	require.NoError(t, r.Unlock(ctx))
+	assert.Empty(t, e.hgetall("rr-del"), "Redisson's read unlock deletes a hash with no time left")
+	assert.ErrorIs(t, context.Cause(hctx), rlock.ErrUnlocked, "the hold ended with that unlock")
+	ok, err := other.ReadWriteLock("rr-del").WriteLock().TryLock(context.Background(), 0, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.ErrorIs(t, r.Unlock(ctx), rlock.ErrNotHeld)
+}
+
+// After a partial read unlock the hash lives as long as the levels left,
+// shorter than the removed level's lease: the record follows Redis.
+func TestReadPartialUnlockShortensTheRecord(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	ctx := rlock.WithOwner(context.Background(), 1)
+	r := c.ReadWriteLock("rr-short").ReadLock()
+	require.NoError(t, r.LockLease(ctx, 800*time.Millisecond))
+	require.NoError(t, r.LockLease(ctx, 10*time.Second))
+	hctx, err := r.HoldContext(ctx)
+	require.NoError(t, err)
+	require.NoError(t, r.Unlock(ctx))
+	assert.InDelta(t, 800*time.Millisecond, e.pttl("rr-short"), float64(200*time.Millisecond))
+	select {
+	case <-hctx.Done():
+		assert.ErrorIs(t, context.Cause(hctx), rlock.ErrLeaseExpired)
+	case <-time.After(2 * time.Second):
+		t.Fatal("the HoldContext outlived the hash")
+	}
+}
+
+// A watchdog level renewed never cuts the same owner's longer fixed-lease
+// level.
+func TestReadRenewalKeepsLongerLease(t *testing.T) {
+	e := newEnv(t)
+	c, other := e.client(rlock.WithWatchdogTimeout(time.Second)), e.client()
+	ctx := rlock.WithOwner(context.Background(), 1)
+	r := c.ReadWriteLock("rr-renew").ReadLock()
+	require.NoError(t, r.LockLease(ctx, 5*time.Second))
+	require.NoError(t, r.Lock(ctx))
+	time.Sleep(700 * time.Millisecond) // past two renewal periods
+	f := field(c, 1)
+	assert.Greater(t, e.pttl("{rr-renew}:"+f+":rwlock_timeout:1"), 3*time.Second, "the renewal cut the fixed lease")
+	hctx, err := r.HoldContext(ctx)
+	require.NoError(t, err)
+	require.NoError(t, r.Unlock(ctx))
+	assert.Greater(t, e.pttl("rr-renew"), 3*time.Second)
+	ok, err := other.ReadWriteLock("rr-renew").WriteLock().TryLock(context.Background(), 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "a writer got in while the fixed-lease reader holds")
+	require.NoError(t, hctx.Err())
+	require.NoError(t, r.Unlock(ctx))
+}
+
+// A write holder's partial unlock does not cut its own read hold's longer
+// lease (which only it can have while it writes).
+func TestWritePartialUnlockKeepsOwnRead(t *testing.T) {
+	e := newEnv(t)
+	c, other := e.client(), e.client()
+	ctx := rlock.WithOwner(context.Background(), 1)
+	rw := c.ReadWriteLock("rr-wr")
+	r, w := rw.ReadLock(), rw.WriteLock()
+	require.NoError(t, w.LockLease(ctx, time.Second))
+	require.NoError(t, w.LockLease(ctx, time.Second))
+	require.NoError(t, r.LockLease(ctx, 5*time.Second))
+	hctx, err := r.HoldContext(ctx)
+	require.NoError(t, err)
+	require.NoError(t, w.Unlock(ctx))
+	require.NoError(t, w.Unlock(ctx))
+	assert.Greater(t, e.pttl("rr-wr"), 3*time.Second, "the read hold's lease was cut")
+	ok, err := other.ReadWriteLock("rr-wr").WriteLock().TryLock(context.Background(), 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	require.NoError(t, hctx.Err())
+	require.NoError(t, r.Unlock(ctx))
+}
+
+// A fenced grant writes no key of its own.
+func TestFencedGrantsLeaveNoKeys(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	ctx := rlock.WithOwner(context.Background(), 1)
+	l := c.FencedLock("rr-f")
+	for range 50 {
+		_, err := l.LockAndGetToken(ctx)
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(ctx))
+	}
+	keys, err := e.do("KEYS", "*").AsStrSlice()
+	require.NoError(t, err)
+	assert.Equal(t, []string{rlock.TokenName("rr-f")}, keys)
+}
+
+// A spin waiter sleeping a long back-off returns at Close.
+func TestSpinWaiterReturnsAtClose(t *testing.T) {
+	e := newEnv(t)
+	a := e.client()
+	rc, err := e.srv.Client()
+	require.NoError(t, err)
+	defer rc.Close()
+	b, err := rlock.New(rc)
+	require.NoError(t, err)
+	require.NoError(t, a.SpinLock("rr-spin").Lock(context.Background()))
+	before := evalCalls(t, e)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.SpinLock("rr-spin", rlock.WithConstantBackOff(time.Minute)).Lock(context.Background())
+	}()
+	require.Eventually(t, func() bool { return evalCalls(t, e) > before }, 10*time.Second, time.Millisecond)
+	start := time.Now()
+	require.NoError(t, b.Close())
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, rlock.ErrClosed)
+		assert.Less(t, time.Since(start), time.Second)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the spin waiter did not return at Close")
+	}
+}
