@@ -1,5 +1,6 @@
-// Package rlock gives Go services Redisson's reentrant lock (RLock) in its
-// exact Redis wire format, so that a Go service and a Java service using
+// Package rlock gives Go services Redisson's locks (RLock, and its read-write,
+// fenced, spin and non-reentrant relatives) in their exact Redis wire
+// format, so that a Go service and a Java service using
 // Redisson can lock the same resource in the same Redis and each sees and
 // respects the other's holds, reentrancy counts, leases and wake-ups.
 //
@@ -12,6 +13,21 @@
 //		return err
 //	}
 //	defer l.Unlock(ctx)
+//
+// # The family
+//
+// [Client.Lock] is Redisson's getLock; [Client.ReadWriteLock] its
+// getReadWriteLock (many readers or one writer; a writer may also read);
+// [Client.FencedLock] its getFencedLock (every grant gets a larger token,
+// for resources that check it); [Client.SpinLock] its getSpinLock (no
+// pub/sub: waiters poll with a back-off); [Client.NonReentrantLock] its
+// getNonReentrantLock (a re-acquire fails with [ErrAlreadyHeld]). All of
+// them implement [Locker] and run on one engine: the same exact outcomes,
+// hold table, watchdog and pub/sub hub.
+//
+// No lock here is fair: a waiter that came later may get the lock first
+// (a stream of readers can keep a writer waiting). A waiter is woken by the
+// unlock message and, if that is lost, by the holder's TTL.
 //
 // # Wire format
 //
