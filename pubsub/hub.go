@@ -8,15 +8,18 @@
 // is kept as a permit, so the next Wait returns at once (one harmless extra
 // attempt for the caller, never a missed unlock).
 //
-// Each subscribed channel rides on a dedicated connection of its own (one
-// per channel with waiters, not one per waiter), taken from rueidis'
-// dedicated pool (ClientOption.BlockingPoolSize, 1024 by default) and
-// closed when the channel's last waiter leaves: closing, not UNSUBSCRIBE,
-// ends a subscription, because rueidis panics when Redis answers an
-// UNSUBSCRIBE with -BUSY. When the connection breaks, or the server drops
-// a subscription (a sharded channel whose slot moved), the Hub subscribes
-// again on a new connection and wakes every waiter, since messages may have
-// been lost in between. Callers must still bound every wait (by the lock's
+// Subscriptions ride on dedicated connections taken from rueidis'
+// dedicated pool (ClientOption.BlockingPoolSize, 1024 by default), up to
+// ChannelsPerConn channels each (on a cluster, channels of one hash slot
+// share a connection). No UNSUBSCRIBE is ever sent, because rueidis panics
+// when Redis answers one with -BUSY: a channel whose last waiter left stops
+// being listened to, its subscription lingers on the connection (its
+// messages are dropped), and the connection is closed once no channel on it
+// has waiters; a connection that served ChannelsPerConn channels takes no
+// new ones. When a connection breaks, or the server drops a subscription (a
+// sharded channel whose slot moved), its channels subscribe again on
+// another connection and wake every waiter, since messages may have been
+// lost in between. Callers must still bound every wait (by the lock's
 // TTL): a wake-up is a hint, never a guarantee.
 package pubsub
 
@@ -28,10 +31,16 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/goredisson/locks/internal/names"
 )
 
 // ErrClosed is returned by Subscribe and Wait once the Hub is closed.
 var ErrClosed = errors.New("pubsub: hub closed")
+
+// ChannelsPerConn is how many channels one dedicated connection serves over
+// its life (a rueidis connection costs about 1.4 MB of buffers).
+const ChannelsPerConn = 64
 
 // probeEvery is how often, while any channel is subscribed, the Hub checks
 // that its rueidis client was not closed underneath it (a dedicated
@@ -43,10 +52,12 @@ const probeEvery = time.Second
 type Hub struct {
 	client  rueidis.Client
 	sharded bool
+	cluster bool
 	log     *slog.Logger
 
 	mu      sync.Mutex
 	entries map[string]*entry
+	conns   map[uint16][]*conn // open connections by slot group (0 off a cluster)
 	closed  bool
 	probing bool
 	wg      sync.WaitGroup
@@ -64,7 +75,8 @@ func New(client rueidis.Client, sharded bool, log *slog.Logger) *Hub {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Hub{client: client, sharded: sharded, log: log, entries: make(map[string]*entry)}
+	h := &Hub{client: client, sharded: sharded, log: log, entries: make(map[string]*entry), conns: make(map[uint16][]*conn)}
+	h.cluster = client.Mode() == rueidis.ClientModeCluster
 	h.gone, h.markGone = context.WithCancel(context.Background())
 	h.stop, h.stopFn = context.WithCancel(context.Background())
 	return h
@@ -356,11 +368,12 @@ func (h *Hub) subscribeCmd(c rueidis.CommandClient, channel string) rueidis.Comp
 }
 
 // run keeps the channel subscribed until the entry is cancelled. The
-// subscription rides on a dedicated connection of its own, which is closed
-// to end it: no UNSUBSCRIBE is ever sent. rueidis (v1.0.79) panics in its
-// reader goroutine when Redis answers an UNSUBSCRIBE with an error such as
-// -BUSY (a script past busy-reply-threshold), and closing the connection
-// is the one way to end a subscription that cannot reach that panic.
+// subscription rides on a shared dedicated connection (see attach); no
+// UNSUBSCRIBE is ever sent. rueidis (v1.0.79) panics in its reader
+// goroutine when Redis answers an UNSUBSCRIBE with an error such as -BUSY
+// (a script past busy-reply-threshold): ending this entry's Receive only
+// drops its local handler, and closing the connection, once no channel on
+// it is listened to, ends the subscriptions on the server.
 func (e *entry) run(ctx context.Context) {
 	h := e.hub
 	defer h.wg.Done()
@@ -383,19 +396,21 @@ func (e *entry) run(ctx context.Context) {
 		if h.gone.Err() != nil {
 			return rueidis.ErrClosing
 		}
-		dc, release := h.client.Dedicate()
-		defer release()
-		defer dc.Close() // before release: release would unsubscribe
+		c := h.attach(e.channel)
 		cctx, cancel := context.WithCancel(rctx)
 		defer cancel()
 		defer context.AfterFunc(h.gone, cancel)()
-		err := dc.Receive(cctx, h.subscribeCmd(dc, e.channel), e.onMessage)
+		defer context.AfterFunc(c.ctx, cancel)()
+		err := c.dc.Receive(cctx, h.subscribeCmd(c.dc, e.channel), e.onMessage)
+		// Ended by this entry's cancel: the connection is fine. Ended any
+		// other way (the connection broke, a sibling's did, the server
+		// dropped the subscription): no channel may stay on it.
+		h.detach(c, ctx.Err() == nil)
 		if h.gone.Err() != nil {
 			return rueidis.ErrClosing
 		}
 		return err
 	}
-
 	backoff := 50 * time.Millisecond
 	for {
 		err := receive()
@@ -444,6 +459,86 @@ func (e *entry) run(ctx context.Context) {
 			backoff *= 2
 		}
 	}
+}
+
+// conn is a dedicated connection shared by up to ChannelsPerConn channels.
+type conn struct {
+	group   uint16
+	dc      rueidis.DedicatedClient
+	release func()
+	ctx     context.Context // cancelled when the connection must go: every Receive on it ends
+	cancel  context.CancelFunc
+	used    int // channels it took, over its life
+	active  int // receive loops on it now
+	retired bool
+}
+
+// attach returns a connection for channel, counting one receive loop on
+// it: an open one of its group with room, or a new one.
+func (h *Hub) attach(channel string) *conn {
+	var group uint16
+	if h.cluster {
+		group = names.Slot(channel) // a dedicated cluster connection serves one slot
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range h.conns[group] {
+		if !c.retired && c.used < ChannelsPerConn {
+			c.used++
+			c.active++
+			return c
+		}
+	}
+	dc, release := h.client.Dedicate()
+	c := &conn{group: group, dc: dc, release: release, used: 1, active: 1}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	h.conns[group] = append(h.conns[group], c)
+	return c
+}
+
+// detach ends one receive loop on c; broken retires c (its other loops
+// end and subscribe elsewhere). The last loop closes the connection.
+func (h *Hub) detach(c *conn, broken bool) {
+	h.mu.Lock()
+	c.active--
+	if broken || c.used >= ChannelsPerConn {
+		c.retired = true
+	}
+	if broken {
+		c.cancel()
+	}
+	last := c.active == 0
+	if last {
+		list := h.conns[c.group]
+		for i, x := range list {
+			if x == c {
+				list = append(list[:i], list[i+1:]...)
+				break
+			}
+		}
+		if len(list) == 0 {
+			delete(h.conns, c.group)
+		} else {
+			h.conns[c.group] = list
+		}
+	}
+	h.mu.Unlock()
+	if last {
+		c.cancel()
+		c.dc.Close() // before release: release would unsubscribe
+		c.release()
+	}
+}
+
+// Conns returns the number of dedicated connections the Hub holds.
+func (h *Hub) Conns() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, l := range h.conns {
+		n += len(l)
+	}
+	return n
 }
 
 // Stats returns the number of channels this Hub is subscribed to (or

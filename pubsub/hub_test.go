@@ -2,6 +2,8 @@ package pubsub_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -176,4 +178,84 @@ func TestClientClosedUnderneath(t *testing.T) {
 	s.Release()
 	_, err = hub.Subscribe(context.Background(), "y")
 	assert.ErrorIs(t, err, rueidis.ErrClosing)
+}
+
+// Channels share dedicated connections: 200 waited-on channels ride on
+// ceil(200/ChannelsPerConn) connections, each channel wakes its own
+// waiter, a released channel's messages reach nobody, and the connections
+// close when their last channel is released.
+func TestChannelsShareConnections(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const n = 200
+	subs := make([]*pubsub.Sub, n)
+	for i := range subs {
+		s, err := e.hub.Subscribe(ctx, "share-"+strconv.Itoa(i))
+		require.NoError(t, err)
+		subs[i] = s
+	}
+	want := (n + pubsub.ChannelsPerConn - 1) / pubsub.ChannelsPerConn
+	assert.Equal(t, want, e.hub.Conns())
+	subConns := 0
+	for _, ci := range clientList(t, e) {
+		if ci["sub"] != "0" {
+			subConns++
+		}
+	}
+	assert.Equal(t, want, subConns, "pub/sub connections on the server")
+	for _, i := range []int{0, 63, 64, 199} {
+		e.publish(t, "share-"+strconv.Itoa(i), "0")
+		ok, err := subs[i].Wait(ctx, 5*time.Second)
+		require.NoError(t, err)
+		require.True(t, ok, "channel %d", i)
+	}
+	// Release the first connection's channels but one: it stays open;
+	// a message to a released channel wakes nobody and keeps no permit.
+	for i := 1; i < pubsub.ChannelsPerConn; i++ {
+		subs[i].Release()
+	}
+	assert.Equal(t, want, e.hub.Conns())
+	e.publish(t, "share-1", "0")
+	s1, err := e.hub.Subscribe(ctx, "share-1")
+	require.NoError(t, err)
+	ok, err := s1.Wait(ctx, 50*time.Millisecond)
+	require.NoError(t, err)
+	assert.False(t, ok, "a message of a released channel must not wake a later waiter")
+	e.publish(t, "share-1", "0")
+	ok, err = s1.Wait(ctx, 5*time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok, "a channel subscribed again is heard again")
+	s1.Release()
+	subs[0].Release()
+	for i := pubsub.ChannelsPerConn; i < n; i++ {
+		subs[i].Release()
+	}
+	require.Eventually(t, func() bool { return e.hub.Conns() == 0 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool {
+		for _, ci := range clientList(t, e) {
+			if ci["sub"] != "0" {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 5*time.Millisecond, "every pub/sub connection closed")
+}
+
+func clientList(t *testing.T, e *env) []map[string]string {
+	t.Helper()
+	v, err := e.srv.Do(context.Background(), "CLIENT", "LIST")
+	require.NoError(t, err)
+	s, err := v.ToString()
+	require.NoError(t, err)
+	var out []map[string]string
+	for _, line := range strings.Split(strings.TrimSpace(s), "\n") {
+		ci := map[string]string{}
+		for _, kv := range strings.Fields(line) {
+			if k, val, ok := strings.Cut(kv, "="); ok {
+				ci[k] = val
+			}
+		}
+		out = append(out, ci)
+	}
+	return out
 }
