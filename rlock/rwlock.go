@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/redis/rueidis"
 
@@ -52,6 +53,18 @@ func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
 	if r.err == nil {
 		publish := c.eng.Publish
 		keyPrefix := names.KeyPrefix(name)
+		// The read scripts name the owner's timeout keys and its write
+		// field: kept for the owner that used them last, so that one
+		// goroutine's lock and unlock build them once.
+		var last atomic.Pointer[readKeys]
+		keysOf := func(field string) *readKeys {
+			if k := last.Load(); k != nil && k.field == field {
+				return k
+			}
+			k := &readKeys{field: field, prefix: names.ReadTimeoutPrefix(name, field), write: field + ":write"}
+			last.Store(k)
+			return k
+		}
 		r.spec = &engine.Spec{
 			Kind:      kindRead,
 			Name:      name,
@@ -59,14 +72,14 @@ func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
 			UnlockTTL: true,
 			Acquire:   scripts.ReadAcquire,
 			AcquireKeys: func(dst []string, field, fence string) []string {
-				return append(dst, name, names.ReadTimeoutPrefix(name, field), fence)
+				return append(dst, name, keysOf(field).prefix, fence)
 			},
 			AcquireArgs: func(dst []string, field, leaseMs, expected string) []string {
-				return append(dst, leaseMs, field, field+":write", expected, engine.FenceTTLArg())
+				return append(dst, leaseMs, field, keysOf(field).write, expected, engine.FenceTTLArg())
 			},
 			Unlock: scripts.ReadUnlock,
 			UnlockKeys: func(dst []string, field, fence string) []string {
-				return append(dst, name, channel, names.ReadTimeoutPrefix(name, field), keyPrefix, fence)
+				return append(dst, name, channel, keysOf(field).prefix, keyPrefix, fence)
 			},
 			UnlockArgs: func(dst []string, field, _, expected string) []string {
 				return append(dst, field, publish, expected, engine.FenceTTLArg())
@@ -107,6 +120,9 @@ func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
 	}
 	return &ReadWriteLock{name: name, read: r, write: w}
 }
+
+// readKeys are the names a read hold's scripts use for one owner field.
+type readKeys struct{ field, prefix, write string }
 
 // Name returns the lock's name, its Redis key.
 func (rw *ReadWriteLock) Name() string { return rw.name }

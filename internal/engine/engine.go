@@ -134,8 +134,8 @@ type Outcome struct {
 // Stale decodes a script's refusal, {count}: the owner's count was not
 // the one the caller expected.
 func Stale(r Reply) (count int, ok bool) {
-	vals, ok := pair(r)
-	if !ok || len(vals) != 1 {
+	vals, n, ok := pair(r)
+	if !ok || n != 1 {
 		return 0, false
 	}
 	return int(vals[0]), true
@@ -144,23 +144,29 @@ func Stale(r Reply) (count int, ok bool) {
 // Pair decodes a reply {count, v}: a fenced-lock grant's token, a partial
 // read unlock's TTL left in ms.
 func Pair(r Reply) (count int, v int64, ok bool) {
-	vals, ok := pair(r)
-	if !ok || len(vals) != 2 {
+	vals, n, ok := pair(r)
+	if !ok || n != 2 {
 		return 0, 0, false
 	}
 	return int(vals[0]), vals[1], true
 }
 
-// pair returns an array reply of one or two integers.
-func pair(r Reply) ([]int64, bool) {
-	if m, err := r.Res.ToMessage(); err != nil || !m.IsArray() {
-		return nil, false
+// pair returns an array reply of one or two integers, without allocating.
+func pair(r Reply) (vals [2]int64, n int, ok bool) {
+	m, err := r.Res.ToMessage()
+	if err != nil || !m.IsArray() {
+		return vals, 0, false
 	}
-	vals, err := r.Res.AsIntSlice()
-	if err != nil || len(vals) < 1 || len(vals) > 2 {
-		return nil, false
+	arr, err := m.ToArray()
+	if err != nil || len(arr) < 1 || len(arr) > 2 {
+		return vals, 0, false
 	}
-	return vals, true
+	for i := range arr {
+		if vals[i], err = arr[i].AsInt64(); err != nil {
+			return vals, 0, false
+		}
+	}
+	return vals, len(arr), true
 }
 
 // Exactly runs a fenced call and returns its outcome exactly: it is
