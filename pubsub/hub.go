@@ -402,10 +402,15 @@ func (e *entry) run(ctx context.Context) {
 		defer context.AfterFunc(h.gone, cancel)()
 		defer context.AfterFunc(c.ctx, cancel)()
 		err := c.dc.Receive(cctx, h.subscribeCmd(c.dc, e.channel), e.onMessage)
-		// Ended by this entry's cancel: the connection is fine. Ended any
-		// other way (the connection broke, a sibling's did, the server
+		// Ended by this entry's cancel, or the server refused this
+		// channel's SUBSCRIBE (an ACL rule): the connection is fine. Ended
+		// any other way (the connection broke, a sibling's did, the server
 		// dropped the subscription): no channel may stay on it.
-		h.detach(c, ctx.Err() == nil)
+		e.mu.Lock()
+		confirmed := e.confirmed
+		e.mu.Unlock()
+		_, refused := rueidis.IsRedisErr(err)
+		h.detach(c, ctx.Err() == nil && !(refused && !confirmed))
 		if h.gone.Err() != nil {
 			return rueidis.ErrClosing
 		}
@@ -477,22 +482,40 @@ type conn struct {
 // it: an open one of its group with room, or a new one.
 func (h *Hub) attach(channel string) *conn {
 	var group uint16
-	if h.cluster {
-		group = names.Slot(channel) // a dedicated cluster connection serves one slot
+	if h.cluster && h.sharded {
+		// A dedicated cluster connection serves one slot; a classic
+		// SUBSCRIBE has none, so any connection will do.
+		group = names.Slot(channel)
+	}
+	take := func() *conn { // h.mu is held
+		for _, c := range h.conns[group] {
+			if !c.retired && c.used < ChannelsPerConn {
+				c.used++
+				c.active++
+				return c
+			}
+		}
+		return nil
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, c := range h.conns[group] {
-		if !c.retired && c.used < ChannelsPerConn {
-			c.used++
-			c.active++
-			return c
-		}
+	if c := take(); c != nil {
+		h.mu.Unlock()
+		return c
 	}
+	h.mu.Unlock()
+	// Not under h.mu: Dedicate may dial, or wait for the dedicated pool.
 	dc, release := h.client.Dedicate()
+	h.mu.Lock()
+	if c := take(); c != nil { // another channel opened one meanwhile
+		h.mu.Unlock()
+		dc.Close()
+		release()
+		return c
+	}
 	c := &conn{group: group, dc: dc, release: release, used: 1, active: 1}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	h.conns[group] = append(h.conns[group], c)
+	h.mu.Unlock()
 	return c
 }
 

@@ -148,3 +148,45 @@ func TestSpinWaiterReturnsAtClose(t *testing.T) {
 		t.Fatal("the spin waiter did not return at Close")
 	}
 }
+
+// A partial read unlock bounds the owner's record by its own read holds'
+// keys, not by another reader's longer one: when the other reader leaves,
+// the hash shrinks to the owner's keys, and the HoldContext ends with them.
+func TestReadPartialUnlockBoundByOwnKeys(t *testing.T) {
+	e := newEnv(t)
+	c, other := e.client(), e.client()
+	ctx := rlock.WithOwner(context.Background(), 1)
+	r := c.ReadWriteLock("rr-own").ReadLock()
+	require.NoError(t, r.LockLease(ctx, 1500*time.Millisecond))
+	require.NoError(t, r.LockLease(ctx, 1500*time.Millisecond))
+	ro := other.ReadWriteLock("rr-own").ReadLock()
+	require.NoError(t, ro.Lock(ctx)) // watchdog: 30s
+	hctx, err := r.HoldContext(ctx)
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, r.Unlock(ctx))
+	require.NoError(t, ro.Unlock(ctx))
+	assert.Less(t, e.pttl("rr-own"), 1600*time.Millisecond, "the hash follows the reader left")
+	select {
+	case <-hctx.Done():
+		assert.Less(t, time.Since(start), 2500*time.Millisecond)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the HoldContext outlived the owner's read holds")
+	}
+}
+
+// A writer's own read unlock never cuts its write hold's TTL.
+func TestReadUnlockKeepsOwnWriteHold(t *testing.T) {
+	e := newEnv(t)
+	c := e.client()
+	ctx := rlock.WithOwner(context.Background(), 1)
+	rw := c.ReadWriteLock("rr-rw")
+	require.NoError(t, rw.WriteLock().LockLease(ctx, time.Minute))
+	require.NoError(t, rw.ReadLock().LockLease(ctx, 2*time.Second))
+	require.NoError(t, rw.ReadLock().LockLease(ctx, 2*time.Second))
+	require.NoError(t, rw.ReadLock().Unlock(ctx))
+	assert.Greater(t, e.pttl("rr-rw"), 50*time.Second, "a read unlock cut the write hold's lease")
+	require.NoError(t, rw.ReadLock().Unlock(ctx))
+	assert.Greater(t, e.pttl("rr-rw"), 50*time.Second)
+	require.NoError(t, rw.WriteLock().Unlock(ctx))
+}

@@ -70,6 +70,7 @@ func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
 			Name:      name,
 			Channel:   channel,
 			UnlockTTL: true,
+			Prefix:    func(field string) string { return keysOf(field).prefix },
 			Acquire:   scripts.ReadAcquire,
 			AcquireKeys: func(dst []string, field, fence string) []string {
 				return append(dst, name, keysOf(field).prefix, fence)

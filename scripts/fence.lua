@@ -3,10 +3,13 @@
 --
 -- KEYS[1]  the lock hash (the raw name)
 -- KEYS[2]  the lost call's fence key "goredisson_fence:{<raw>}:<32 hex id>"
--- KEYS[3]  optional: a fenced lock's token key "redisson_lock_token:{<raw>}"
+-- KEYS[3]  optional: with ARGV[3] "t", a fenced lock's token key
+--          "redisson_lock_token:{<raw>}"; with ARGV[3] "r", the owner's read
+--          timeout prefix "{<raw>}:<clientId>:<ownerId>:rwlock_timeout"
 -- ARGV[1]  owner field ("<clientId>:<ownerId>", with ":write" for a
 --          write lock)
 -- ARGV[2]  fence TTL in milliseconds
+-- ARGV[3]  optional: "t" or "r", what KEYS[3] is
 --
 -- Every fenced script (acquire, unlock, read and write acquire and unlock)
 -- first checks its fence key and does nothing when it exists. This script
@@ -19,11 +22,12 @@
 --            or never will
 --   refused  1 when the call did run but refused to act because the count
 --            was not the expected one (it marked KEYS[2] "s"), else 0
---   token    the value of KEYS[3] (0 when absent or not given). When n is
+--   token    the token key's value (0 when absent or not given). When n is
 --            one more than the count a fenced grant expected, this is the
 --            token that grant issued: the owner has held the lock ever
 --            since, and only a holder's grant increments the token
---   pttl     PTTL of KEYS[1]
+--   pttl     PTTL of KEYS[1]; with a read prefix, the longest PTTL of the
+--            owner's n timeout keys (what its read holds have left)
 --
 -- Idempotent: safe to resend.
 local mark = redis.call('get', KEYS[2])
@@ -32,11 +36,17 @@ if not mark then
 end
 local n = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or 0) or 0
 local token = 0
-if KEYS[3] then
+local pttl = redis.call('pttl', KEYS[1])
+if ARGV[3] == 't' then
     token = tonumber(redis.call('get', KEYS[3]) or 0) or 0
+elseif ARGV[3] == 'r' then
+    pttl = -2
+    for i = 1, n do
+        pttl = math.max(pttl, redis.call('pttl', KEYS[3] .. ':' .. i))
+    end
 end
 local refused = 0
 if mark == 's' then
     refused = 1
 end
-return {n, refused, token, redis.call('pttl', KEYS[1])}
+return {n, refused, token, pttl}

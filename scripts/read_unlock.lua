@@ -13,9 +13,9 @@
 -- ARGV[4]  fence TTL in milliseconds
 --
 -- Replies (this library's own encoding):
---   {n, t}  ARGV[1]'s count is now n > 0 and the hash lives t ms more
---           (the longest-lived read hold left, of any reader; a write
---           hold of the same owner may keep it longer: t is then its PTTL)
+--   {n, t}  ARGV[1]'s count is now n > 0, and its read holds left live
+--           at most t ms more (the longest of its own timeout keys; the
+--           hash may live longer, for other readers or its write hold)
 --   0       ARGV[1] holds no more: its count was 1, or its holds left had
 --           no time to live and the hash was deleted. The lock is deleted
 --           and "0" published when no hold is left with time to live
@@ -24,7 +24,8 @@
 --   {c}     refused: ARGV[1]'s count is c, not ARGV[3]; the fence key is
 --           marked "s"
 --
--- The data and messages are exactly Redisson's: the newest timeout key
+-- The data and messages are Redisson's, except that a writer's own read
+-- unlock never cuts the TTL of its write hold: the newest timeout key
 -- goes first (LIFO), the hash lives as long as the longest timeout key of
 -- any reader, and a write hold of the same owner keeps it.
 local fence = KEYS[5]
@@ -38,6 +39,17 @@ if prior ~= tonumber(ARGV[3]) then
 end
 if prior == 0 then
     return -1
+end
+-- own(n): the reply for n levels left, with the longest TTL of their keys.
+local function own(n)
+    if n == 0 then
+        return 0
+    end
+    local t = -2
+    for i = 1, n do
+        t = math.max(t, redis.call('pttl', KEYS[3] .. ':' .. i))
+    end
+    return {n, t}
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
@@ -57,17 +69,15 @@ if redis.call('hlen', KEYS[1]) > 1 then
         end
     end
     if maxRemain > 0 then
-        redis.call('pexpire', KEYS[1], maxRemain)
-        if n == 0 then
-            return 0
+        if mode == 'write' then
+            -- Redisson sets maxRemain; the owner's write hold is never cut.
+            maxRemain = math.max(maxRemain, redis.call('pttl', KEYS[1]))
         end
-        return {n, maxRemain}
+        redis.call('pexpire', KEYS[1], maxRemain)
+        return own(n)
     end
     if mode == 'write' then
-        if n == 0 then
-            return 0
-        end
-        return {n, redis.call('pttl', KEYS[1])}
+        return own(n)
     end
 end
 redis.call('del', KEYS[1])

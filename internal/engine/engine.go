@@ -104,6 +104,7 @@ type Call struct {
 	Name   string // the lock hash whose Field count the fence reads
 	Field  string
 	Token  string // a fenced lock's token key, which the fence reads too
+	Prefix string // a read hold's timeout prefix, whose keys' TTL the fence reads
 
 	keys [5]string // room for Keys and Args, so a call is one allocation
 	args [8]string
@@ -218,11 +219,15 @@ func (e *Engine) settle(ctx context.Context, deadline time.Time, c *Call, stop <
 		// Unsynced: a plain call follows every redirect (rueidis mishandles
 		// ASK with WAIT in one pipeline), and the fence is idempotent.
 		keys := []string{c.Name, c.fence()}
-		if c.Token != "" {
-			keys = append(keys, c.Token)
+		args := []string{c.Field, fenceTTLms}
+		switch {
+		case c.Token != "":
+			keys, args = append(keys, c.Token), append(args, "t")
+		case c.Prefix != "":
+			keys, args = append(keys, c.Prefix), append(args, "r")
 		}
 		sent := time.Now()
-		r := e.X.RunPlain(bg, scripts.Fence, keys, []string{c.Field, fenceTTLms})
+		r := e.X.RunPlain(bg, scripts.Fence, keys, args)
 		if r.Class == Done {
 			vals, err := r.Res.AsIntSlice()
 			if err != nil || len(vals) != 4 {

@@ -35,10 +35,11 @@ type Spec struct {
 	// TokenKey is a fenced lock's token key: a lost grant's reply is
 	// settled with its value (see scripts/fence.lua).
 	TokenKey string
-	// UnlockTTL: a partial unlock leaves the hash's TTL as it was (a read
-	// lock's: the longest read hold left) instead of restoring the
-	// hold's lease; its reply, and the fence's, tell that TTL.
+	// UnlockTTL: a partial unlock restores no lease (a read lock's): its
+	// reply tells the TTL the owner's holds have left; after a lost reply
+	// the fence reads it from the keys under Prefix(field).
 	UnlockTTL bool
+	Prefix    func(field string) string
 
 	Acquire *scripts.Script
 	// AcquireKeys and AcquireArgs append an acquire call's keys and
@@ -93,6 +94,9 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 		}
 		before := t.Count(h)
 		call := &Call{Script: s.Unlock, Name: s.Name, Field: field, Token: s.TokenKey}
+		if s.Prefix != nil {
+			call.Prefix = s.Prefix(field)
+		}
 		call.Keys = s.UnlockKeys(call.keys[:0], field, h.Fence(NewFence))
 		call.Args = s.UnlockArgs(call.args[:0], field, e.leaseMs(t.Lease(h)), strconv.Itoa(before))
 		sent := time.Now()
