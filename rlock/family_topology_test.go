@@ -161,8 +161,8 @@ func TestClusterFamily(t *testing.T) {
 	})
 }
 
-// TestSentinelFamily: read, write and fenced holds survive a Sentinel
-// failover (renewed on the new master), and tokens keep rising.
+// TestSentinelFamily: read, write, fenced, spin and non-reentrant holds
+// survive a Sentinel failover (renewed on the new master), and tokens keep rising.
 func TestSentinelFamily(t *testing.T) {
 	g := redistest.Sentinel(t)
 	ctx := context.Background()
@@ -174,6 +174,8 @@ func TestSentinelFamily(t *testing.T) {
 	rw := c.ReadWriteLock("s-rw")
 	require.NoError(t, rw.ReadLock().Lock(me))
 	require.NoError(t, c.ReadWriteLock("s-w").WriteLock().Lock(me))
+	require.NoError(t, c.SpinLock("s-spin").Lock(me))
+	require.NoError(t, c.NonReentrantLock("s-nr").Lock(me))
 	f := c.FencedLock("s-fenced")
 	tok, err := f.LockAndGetToken(me)
 	require.NoError(t, err)
@@ -187,7 +189,7 @@ func TestSentinelFamily(t *testing.T) {
 	time.Sleep(6 * time.Second) // three leases: only renewal on the new master keeps them
 	for _, l := range []interface {
 		rlock.Locker
-	}{rw.ReadLock(), c.ReadWriteLock("s-w").WriteLock(), f} {
+	}{rw.ReadLock(), c.ReadWriteLock("s-w").WriteLock(), f, c.SpinLock("s-spin"), c.NonReentrantLock("s-nr")} {
 		held, err := l.IsHeld(me)
 		require.NoError(t, err)
 		require.True(t, held, "%s: renewal did not continue on the new master", l.Name())
