@@ -63,6 +63,12 @@ var famKinds = []famKind{
 		field: field, onlyAcquire: true, checkTokenExact: true,
 	},
 	{
+		name:    "nonreentrant",
+		lock:    func(c *rlock.Client, n string) famLocker { return c.NonReentrantLock(n) },
+		acquire: scripts.Acquire, unlock: scripts.Unlock, renew: scripts.Renew,
+		field: field, onlyAcquire: true,
+	},
+	{
 		name: "spin",
 		// A slow constant back-off: the fault is injected and the holder
 		// unlocks between two attempts (one in flight at the unlock
