@@ -1,0 +1,170 @@
+package rlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/goredisson/locks/rlock"
+)
+
+// The examples need a Redis at 127.0.0.1:6379; they are compiled by go
+// test, not run (no Output comments).
+
+func exampleClient() *rlock.Client {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	c, err := rlock.New(rc)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return c
+}
+
+func Example() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	l := locks.Lock("orders:42") // redisson.getLock("orders:42")
+	if err := l.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	// ... work while holding the lock; a Java service locking
+	// "orders:42" with Redisson waits.
+}
+
+func ExampleLock_TryLock() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	l := locks.Lock("report:daily")
+	// Wait up to 2s; hold for at most 30s (no watchdog).
+	ok, err := l.TryLock(ctx, 2*time.Second, 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if !ok {
+		fmt.Println("someone else is running the report")
+		return
+	}
+	defer l.Unlock(ctx)
+}
+
+func ExampleLock_HoldContext() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	l := locks.Lock("ledger")
+	if err := l.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	// Work under hctx stops when the lock stops protecting it.
+	hctx, err := l.HoldContext(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	select {
+	case <-hctx.Done():
+		if errors.Is(context.Cause(hctx), rlock.ErrLockLost) {
+			log.Print("lock lost: stop writing")
+		}
+	case <-time.After(time.Second): // the work
+	}
+}
+
+func ExampleWithOwner() {
+	locks := exampleClient()
+	defer locks.Close()
+	// A job locked in one goroutine and unlocked in another names its
+	// owner explicitly, like Redisson's lockAsync(threadId).
+	job := rlock.WithOwner(context.Background(), 7)
+	l := locks.Lock("job:7")
+	if err := l.Lock(job); err != nil {
+		log.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := l.Unlock(job); err != nil {
+			log.Print(err)
+		}
+	}()
+	<-done
+}
+
+func ExampleReadWriteLock() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	rw := locks.ReadWriteLock("config") // redisson.getReadWriteLock("config")
+	// Many readers at once, Go or Java.
+	if err := rw.ReadLock().Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// ... read ...
+	if err := rw.ReadLock().Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	// One writer, alone.
+	if err := rw.WriteLock().Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer rw.WriteLock().Unlock(ctx)
+}
+
+func ExampleFencedLock() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	l := locks.FencedLock("inventory")
+	token, err := l.LockAndGetToken(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	// Send the token with every write; the store refuses a token lower
+	// than the highest it has seen, so a holder that paused past its lease
+	// cannot overwrite the next holder's work.
+	fmt.Printf("UPDATE stock SET n = n - 1 WHERE id = 1 AND fence < %d\n", token)
+}
+
+func ExampleSpinLock() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	// No pub/sub: waiters poll with a back-off (here a constant 20ms).
+	l := locks.SpinLock("batch", rlock.WithConstantBackOff(20*time.Millisecond))
+	if err := l.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+}
+
+func ExampleNonReentrantLock() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	l := locks.NonReentrantLock("once")
+	if err := l.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	if err := l.Lock(ctx); errors.Is(err, rlock.ErrAlreadyHeld) {
+		fmt.Println("already held by this owner")
+	}
+}
