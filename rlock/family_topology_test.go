@@ -3,7 +3,9 @@ package rlock_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -162,41 +164,99 @@ func TestClusterFamily(t *testing.T) {
 }
 
 // TestSentinelFamily: read, write, fenced, spin and non-reentrant holds
-// survive a Sentinel failover (renewed on the new master), and tokens keep rising.
+// survive a Sentinel failover (renewed on the new master), and tokens keep
+// rising; then, with a replica that does not acknowledge, a read, write or
+// fenced acquisition is released and reported, and an unlock is never run
+// twice. (The failover comes first: Sentinel will not promote a replica
+// that was just stopped.)
 func TestSentinelFamily(t *testing.T) {
 	g := redistest.Sentinel(t)
 	ctx := context.Background()
 	rc, err := g.Client()
 	require.NoError(t, err)
 	t.Cleanup(rc.Close)
-	c := topoClient(t, rc, rlock.WithWatchdogTimeout(2*time.Second))
-	me := rlock.WithOwner(ctx, 1)
-	rw := c.ReadWriteLock("s-rw")
-	require.NoError(t, rw.ReadLock().Lock(me))
-	require.NoError(t, c.ReadWriteLock("s-w").WriteLock().Lock(me))
-	require.NoError(t, c.SpinLock("s-spin").Lock(me))
-	require.NoError(t, c.NonReentrantLock("s-nr").Lock(me))
-	f := c.FencedLock("s-fenced")
-	tok, err := f.LockAndGetToken(me)
-	require.NoError(t, err)
-	require.Equal(t, int64(1), tok)
 
-	old, err := g.MasterAddr(ctx)
-	require.NoError(t, err)
-	newAddr, err := g.Failover(ctx)
-	require.NoError(t, err)
-	require.NotEqual(t, old, newAddr)
-	time.Sleep(6 * time.Second) // three leases: only renewal on the new master keeps them
-	for _, l := range []interface {
-		rlock.Locker
-	}{rw.ReadLock(), c.ReadWriteLock("s-w").WriteLock(), f, c.SpinLock("s-spin"), c.NonReentrantLock("s-nr")} {
-		held, err := l.IsHeld(me)
+	t.Run("failover", func(t *testing.T) {
+		c := topoClient(t, rc, rlock.WithWatchdogTimeout(2*time.Second))
+		me := rlock.WithOwner(ctx, 1)
+		rw := c.ReadWriteLock("s-rw")
+		require.NoError(t, rw.ReadLock().Lock(me))
+		require.NoError(t, c.ReadWriteLock("s-w").WriteLock().Lock(me))
+		require.NoError(t, c.SpinLock("s-spin").Lock(me))
+		require.NoError(t, c.NonReentrantLock("s-nr").Lock(me))
+		f := c.FencedLock("s-fenced")
+		tok, err := f.LockAndGetToken(me)
 		require.NoError(t, err)
-		require.True(t, held, "%s: renewal did not continue on the new master", l.Name())
-		require.NoError(t, l.Unlock(me))
-	}
-	tok, err = f.LockAndGetToken(me)
-	require.NoError(t, err)
-	assert.Equal(t, int64(2), tok, "the token survived the failover (replica sync)")
-	require.NoError(t, f.Unlock(me))
+		require.Equal(t, int64(1), tok)
+
+		old, err := g.MasterAddr(ctx)
+		require.NoError(t, err)
+		newAddr, err := g.Failover(ctx)
+		require.NoError(t, err)
+		require.NotEqual(t, old, newAddr)
+		time.Sleep(6 * time.Second) // three leases: only renewal on the new master keeps them
+		for _, l := range []interface {
+			rlock.Locker
+		}{rw.ReadLock(), c.ReadWriteLock("s-w").WriteLock(), f, c.SpinLock("s-spin"), c.NonReentrantLock("s-nr")} {
+			held, err := l.IsHeld(me)
+			require.NoError(t, err)
+			require.True(t, held, "%s: renewal did not continue on the new master", l.Name())
+			require.NoError(t, l.Unlock(me))
+		}
+		tok, err = f.LockAndGetToken(me)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), tok, "the token survived the failover (replica sync)")
+		require.NoError(t, f.Unlock(me))
+	})
+	t.Run("unacknowledged writes", func(t *testing.T) {
+		c := topoClient(t, rc, rlock.WithReplicaSync(200*time.Millisecond, 2, 10*time.Millisecond))
+		me := rlock.WithOwner(ctx, 9)
+		lockers := []interface {
+			rlock.Locker
+			HoldCount(context.Context) (int, error)
+		}{c.ReadWriteLock("s-u-r").ReadLock(), c.ReadWriteLock("s-u-w").WriteLock(), c.FencedLock("s-u-f")}
+		// Each holds twice, with the replica running.
+		for _, l := range lockers {
+			require.NoError(t, l.Lock(me))
+			require.NoError(t, l.Lock(me))
+		}
+		master, replica := masterAndReplica(t, g)
+		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGSTOP))
+		stopped := true
+		defer func() {
+			if stopped {
+				_ = syscall.Kill(replica.Pid(), syscall.SIGCONT)
+			}
+		}()
+		// An acquisition no replica acknowledged is released.
+		r2 := c.ReadWriteLock("s-unsynced-r").ReadLock()
+		for _, l := range []rlock.Locker{r2, c.ReadWriteLock("s-unsynced-w").WriteLock(), c.FencedLock("s-unsynced-f")} {
+			ok, err := l.TryLock(me, 0, 0)
+			assert.False(t, ok, "%T", l)
+			require.ErrorIs(t, err, rlock.ErrNoSyncedReplicas, "%T", l)
+		}
+		keys, err := master.Do(ctx, "KEYS", "*s-unsynced-*")
+		require.NoError(t, err)
+		left, _ := keys.AsStrSlice()
+		for _, k := range left {
+			// The token stays (never deleted), and the Go-only markers of
+			// the replica sync expire by themselves.
+			if k != rlock.TokenName("s-unsynced-f") && !strings.HasPrefix(k, "goredisson_fence:") {
+				t.Errorf("an unsynced acquisition left %q behind", k)
+			}
+		}
+		// An unlock no replica acknowledged ran once.
+		for _, l := range lockers {
+			require.ErrorIs(t, l.Unlock(me), rlock.ErrNoSyncedReplicas, "%T", l)
+			n, err := l.HoldCount(me)
+			require.NoError(t, err)
+			assert.Equal(t, 1, n, "%T: one Unlock of a count-2 hold released more than one level", l)
+		}
+		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGCONT))
+		stopped = false
+		for _, l := range lockers {
+			require.NoError(t, l.Unlock(me))
+		}
+	})
+
 }
