@@ -32,15 +32,14 @@ func contention(addr string, stderr io.Writer) Config {
 		Lease: 1500 * time.Millisecond, MaxHold: 8 * time.Millisecond, Stderr: stderr}
 }
 
-// Three worker processes of four goroutines contend for four locks for
-// about 30s while a random worker is SIGKILLed (and replaced) every ~2.5s:
-// no two critical sections on a name overlap, except after a killed
-// holder's lease ran out.
-func TestStress(t *testing.T) {
+// runContention runs the contention set-up, changed by set, on a fresh
+// Redis, logs the report and the workers' stderr, and returns the report.
+func runContention(t *testing.T, set func(*Config)) *Report {
+	t.Helper()
 	srv := redistest.Standalone(t)
 	var stderr syncBuffer
 	cfg := contention(srv.Addr, &stderr)
-	cfg.Duration, cfg.KillEvery = 28*time.Second, 2500*time.Millisecond
+	set(&cfg)
 	rep, err := Run(context.Background(), cfg)
 	require.NoError(t, err)
 	var out bytes.Buffer
@@ -49,6 +48,17 @@ func TestStress(t *testing.T) {
 	if s := stderr.String(); s != "" {
 		t.Logf("workers' stderr:\n%s", s)
 	}
+	return rep
+}
+
+// Three worker processes of four goroutines contend for four locks for
+// about 30s while a random worker is SIGKILLed (and replaced) every ~2.5s:
+// no two critical sections on a name overlap, except after a killed
+// holder's lease ran out.
+func TestStress(t *testing.T) {
+	rep := runContention(t, func(cfg *Config) {
+		cfg.Duration, cfg.KillEvery = 28*time.Second, 2500*time.Millisecond
+	})
 	assert.Zero(t, rep.Violations, "mutual exclusion violated")
 	assert.True(t, rep.OK(), "the run failed")
 	assert.GreaterOrEqual(t, rep.Kills, 5)
@@ -67,18 +77,9 @@ func TestStress(t *testing.T) {
 // script calls (dropped requests, lost replies, late requests, BUSY,
 // TRYAGAIN, LOADING) on top of the kills: still no violation, no error.
 func TestStressWithFaults(t *testing.T) {
-	srv := redistest.Standalone(t)
-	var stderr syncBuffer
-	cfg := contention(srv.Addr, &stderr)
-	cfg.Duration, cfg.KillEvery, cfg.Faults = 20*time.Second, 3*time.Second, 0.05
-	rep, err := Run(context.Background(), cfg)
-	require.NoError(t, err)
-	var out bytes.Buffer
-	rep.Print(&out)
-	t.Logf("\n%s", out.String())
-	if s := stderr.String(); s != "" {
-		t.Logf("workers' stderr:\n%s", s)
-	}
+	rep := runContention(t, func(cfg *Config) {
+		cfg.Duration, cfg.KillEvery, cfg.Faults = 20*time.Second, 3*time.Second, 0.05
+	})
 	assert.Zero(t, rep.Violations, "mutual exclusion violated")
 	assert.True(t, rep.OK(), "the run failed")
 	assert.Greater(t, rep.Acquisitions, 500)
@@ -93,18 +94,9 @@ func TestStressWithFaults(t *testing.T) {
 // 3% of script calls: readers overlap (they share), a writer never
 // overlaps anyone.
 func TestStressReadWrite(t *testing.T) {
-	srv := redistest.Standalone(t)
-	var stderr syncBuffer
-	cfg := contention(srv.Addr, &stderr)
-	cfg.Duration, cfg.KillEvery, cfg.Faults, cfg.RW = 20*time.Second, 3*time.Second, 0.03, true
-	rep, err := Run(context.Background(), cfg)
-	require.NoError(t, err)
-	var out bytes.Buffer
-	rep.Print(&out)
-	t.Logf("\n%s", out.String())
-	if s := stderr.String(); s != "" {
-		t.Logf("workers' stderr:\n%s", s)
-	}
+	rep := runContention(t, func(cfg *Config) {
+		cfg.Duration, cfg.KillEvery, cfg.Faults, cfg.RW = 20*time.Second, 3*time.Second, 0.03, true
+	})
 	assert.Zero(t, rep.Violations, "a writer overlapped another section")
 	assert.True(t, rep.OK(), "the run failed")
 	assert.Greater(t, rep.Acquisitions, 500)
