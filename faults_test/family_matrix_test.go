@@ -81,7 +81,9 @@ var famKinds = []famKind{
 	},
 }
 
-// TestFaultMatrix injects each fault into each kind of script call of
+// TestFaultMatrix injects each fault (request dropped, reply lost, request
+// late, connection killed mid-call, and the refusals) into each kind of
+// script call of
 // every lock kind (plain, read, write; fenced, non-reentrant and spin
 // acquires) and checks the invariants: the count in Redis is what the
 // caller was told, no second owner gets in while the first holds, no hold
@@ -92,7 +94,7 @@ func TestFaultMatrix(t *testing.T) {
 	srv := standaloneLocal(t)
 	probe := redistest.NewFaulty(must(srv.Client()))
 	defer probe.Client.Close()
-	rules := matrixFaults(t, probe)
+	rules := matrixFaults(t, probe, srv)
 	ctx := context.Background()
 	me := rlock.WithOwner(ctx, 1)
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -31,15 +32,30 @@ func isScript(s *scripts.Script) func([]string) bool {
 	}
 }
 
+// faultyName is the client name of the matrix' faulty client's
+// connections, by which the Kill fault finds them.
+const faultyName = "matrix-faulty"
+
+// killNamed kills every connection of srv named name.
+func killNamed(t *testing.T, srv *redistest.Server, name string) {
+	for _, ci := range clientList(t, srv) {
+		if ci["name"] == name {
+			_, _ = srv.Do(context.Background(), "CLIENT", "KILL", "ID", ci["id"])
+		}
+	}
+}
+
 // matrixFaults are the faults of the matrix, with the Redis errors that
-// refuse a call before it runs.
-func matrixFaults(t *testing.T, f *redistest.Faulty) []redistest.Rule {
+// refuse a call before it runs; srv is where Kill kills the faulty
+// client's connections.
+func matrixFaults(t *testing.T, f *redistest.Faulty, srv *redistest.Server) []redistest.Rule {
 	ctx := context.Background()
 	var rules []redistest.Rule
 	rules = append(rules,
 		redistest.Rule{Fault: redistest.Drop},
 		redistest.Rule{Fault: redistest.LoseReply},
 		redistest.Rule{Fault: redistest.Late, Delay: 300 * time.Millisecond},
+		redistest.Rule{Fault: redistest.Kill, Kill: func() { killNamed(t, srv, faultyName) }},
 	)
 	for _, msg := range []string{
 		"BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.",
@@ -73,7 +89,7 @@ type matrixEnv struct {
 }
 
 func newMatrixEnv(t *testing.T, srv *redistest.Server, opts ...rlock.Option) *matrixEnv {
-	rc, err := srv.Client()
+	rc, err := srv.Client(func(o *rueidis.ClientOption) { o.ClientName = faultyName })
 	require.NoError(t, err)
 	t.Cleanup(rc.Close)
 	f := redistest.NewFaulty(rc)

@@ -27,6 +27,11 @@ const (
 	// Refuse: Redis refuses the call with Err (BUSY, TRYAGAIN, ...); it
 	// does not run.
 	Refuse
+	// Kill: the call is sent and, at the same moment, Rule.Kill kills the
+	// client's connections on the server: the call may not have been
+	// written, may have run with its reply lost, or may have been
+	// answered. The caller gets whatever rueidis reports.
+	Kill
 )
 
 func (f Fault) String() string {
@@ -39,6 +44,8 @@ func (f Fault) String() string {
 		return "request late"
 	case Refuse:
 		return "refused"
+	case Kill:
+		return "connection killed"
 	}
 	return "fault?"
 }
@@ -58,6 +65,9 @@ type Rule struct {
 	// the caller learns of the lost reply: something that happens in the
 	// window between a call's effect and its caller's next step.
 	After func()
+	// Kill, for Kill, kills the connections (for example CLIENT KILL ID
+	// of the client's connections, found by their name).
+	Kill func()
 
 	hits int
 }
@@ -248,6 +258,11 @@ func (f *Faulty) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueid
 		return fail(context.DeadlineExceeded)
 	case Refuse:
 		return fail(r.Err)
+	case Kill:
+		done := make(chan []rueidis.RedisResult, 1)
+		go func() { done <- f.Client.DoMulti(context.WithoutCancel(ctx), cmds...) }()
+		r.Kill()
+		return <-done
 	}
 	return f.Client.DoMulti(ctx, cmds...)
 }
