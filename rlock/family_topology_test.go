@@ -215,6 +215,9 @@ func TestSentinelFamily(t *testing.T) {
 			rlock.Locker
 			HoldCount(context.Context) (int, error)
 		}{c.ReadWriteLock("s-u-r").ReadLock(), c.ReadWriteLock("s-u-w").WriteLock(), c.FencedLock("s-u-f")}
+		// wd renews every 333ms; its read hold is taken while the replica runs.
+		wd := topoClient(t, rc, rlock.WithWatchdogTimeout(time.Second), rlock.WithReplicaSync(200*time.Millisecond, 2, 10*time.Millisecond))
+		require.NoError(t, wd.ReadWriteLock("s-renewed").ReadLock().Lock(me))
 		// Each holds twice, with the replica running.
 		for _, l := range lockers {
 			require.NoError(t, l.Lock(me))
@@ -252,6 +255,24 @@ func TestSentinelFamily(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, 1, n, "%T: one Unlock of a count-2 hold released more than one level", l)
 		}
+		// Renewals go on while no replica acknowledges them (they are
+		// renewed again every period; the hold is not reported lost).
+		renewed := wd.ReadWriteLock("s-renewed").ReadLock()
+		hctx, err := renewed.HoldContext(me)
+		require.NoError(t, err)
+		time.Sleep(3 * time.Second) // three watchdog leases with the replica stopped
+		require.NoError(t, hctx.Err(), "a renewal no replica acknowledged ended the hold: %v", context.Cause(hctx))
+		n, err := renewed.HoldCount(me)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+		// A force unlock no replica acknowledged deleted the lock (once)
+		// and says so; the hold it deleted ends.
+		existed, err := c.ReadWriteLock("s-renewed").ReadLock().ForceUnlock(me)
+		assert.True(t, existed)
+		require.ErrorIs(t, err, rlock.ErrNoSyncedReplicas, "the force unlock ran on the master only")
+		<-hctx.Done()
+		assert.ErrorIs(t, context.Cause(hctx), rlock.ErrLockLost)
+
 		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGCONT))
 		stopped = false
 		for _, l := range lockers {
