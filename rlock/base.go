@@ -187,10 +187,12 @@ func (l *base) ForceUnlock(ctx context.Context) (bool, error) {
 	existed, err := l.c.eng.ForceDelete(ctx, scripts.ForceUnlock, l.name,
 		func(latch string) []string { return []string{l.name, l.spec.Channel, latch} },
 		[]string{l.forceMsg, pub}, mode...)
-	if existed && (err == nil || errors.Is(err, ErrNoSyncedReplicas)) {
-		// Deleted: every hold this client had on the hash before is gone;
-		// one taken by this client since (after the delete) is not
-		// touched.
+	if (existed || l.forceMode == "") && (err == nil || errors.Is(err, ErrNoSyncedReplicas)) {
+		// Deleted, or there was nothing (of any mode) to delete: every
+		// hold this client had on the hash before is gone; one taken by
+		// this client since (after the delete) is not touched. A read or
+		// write force unlock that found the other mode leaves the hash,
+		// and the abandoned holds run out with their leases.
 		l.c.table.Zero(held)
 	}
 	return existed, err
