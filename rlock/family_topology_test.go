@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -224,13 +223,7 @@ func TestSentinelFamily(t *testing.T) {
 			require.NoError(t, l.Lock(me))
 		}
 		master, replica := masterAndReplica(t, g)
-		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGSTOP))
-		stopped := true
-		defer func() {
-			if stopped {
-				_ = syscall.Kill(replica.Pid(), syscall.SIGCONT)
-			}
-		}()
+		resume := stopReplica(t, replica)
 		// An acquisition no replica acknowledged is released.
 		r2 := c.ReadWriteLock("s-unsynced-r").ReadLock()
 		for _, l := range []rlock.Locker{r2, c.ReadWriteLock("s-unsynced-w").WriteLock(), c.FencedLock("s-unsynced-f")} {
@@ -273,8 +266,7 @@ func TestSentinelFamily(t *testing.T) {
 		<-hctx.Done()
 		assert.ErrorIs(t, context.Cause(hctx), rlock.ErrLockLost)
 
-		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGCONT))
-		stopped = false
+		resume()
 		for _, l := range lockers {
 			require.NoError(t, l.Unlock(me))
 		}

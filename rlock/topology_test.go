@@ -274,6 +274,19 @@ func TestCluster(t *testing.T) {
 	})
 }
 
+// stopReplica stops replica with SIGSTOP (it then acknowledges nothing)
+// and returns the function that resumes it; t's cleanup resumes it too.
+func stopReplica(t *testing.T, replica *redistest.Server) (resume func()) {
+	t.Helper()
+	require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGSTOP))
+	var once sync.Once
+	resume = func() {
+		once.Do(func() { require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGCONT)) })
+	}
+	t.Cleanup(resume)
+	return resume
+}
+
 // masterAndReplica returns the Sentinel group's master and its replica.
 func masterAndReplica(t *testing.T, g *redistest.SentinelGroup) (master, replica *redistest.Server) {
 	t.Helper()
@@ -307,13 +320,7 @@ func TestSentinel(t *testing.T) {
 		require.NoError(t, l.Unlock(ctx))
 
 		master, replica := masterAndReplica(t, g)
-		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGSTOP))
-		stopped := true
-		defer func() {
-			if stopped {
-				_ = syscall.Kill(replica.Pid(), syscall.SIGCONT)
-			}
-		}()
+		resume := stopReplica(t, replica)
 		ok, err = l.TryLock(ctx, 0, 0)
 		assert.False(t, ok)
 		require.ErrorIs(t, err, rlock.ErrNoSyncedReplicas)
@@ -323,8 +330,7 @@ func TestSentinel(t *testing.T) {
 		assert.Zero(t, n, "an unsynced acquisition must be released")
 		assert.Zero(t, c.Stats().Renewing)
 
-		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGCONT))
-		stopped = false
+		resume()
 		me := rlock.WithOwner(ctx, 3) // Eventually runs the condition on another goroutine
 		require.Eventually(t, func() bool {
 			ok, err := l.TryLock(me, 0, 0)
@@ -343,13 +349,7 @@ func TestSentinel(t *testing.T) {
 		require.NoError(t, l.Lock(me))
 		require.NoError(t, l.Lock(me))
 		_, replica := masterAndReplica(t, g)
-		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGSTOP))
-		stopped := true
-		defer func() {
-			if stopped {
-				_ = syscall.Kill(replica.Pid(), syscall.SIGCONT)
-			}
-		}()
+		resume := stopReplica(t, replica)
 		require.ErrorIs(t, l.Unlock(me), rlock.ErrNoSyncedReplicas, "the unlock ran on the master only")
 		n, err := l.HoldCount(me)
 		require.NoError(t, err)
@@ -357,8 +357,7 @@ func TestSentinel(t *testing.T) {
 		ok, err := other.Lock("unsynced-unlock").TryLock(ctx, 0, 0)
 		require.NoError(t, err)
 		assert.False(t, ok, "another owner got in")
-		require.NoError(t, syscall.Kill(replica.Pid(), syscall.SIGCONT))
-		stopped = false
+		resume()
 		require.NoError(t, l.Unlock(me))
 	})
 
