@@ -11,19 +11,14 @@ import (
 	"github.com/goredisson/locks/pubsub"
 )
 
-// Acquire runs Redisson's acquire loop (contract 1.8) for field on s: try;
+// AcquireToken runs Redisson's acquire loop (contract 1.8) for field on s: try;
 // subscribe; try again; wait for a wake-up at most min(ttl, wait left);
 // repeat. wait < 0 waits until ctx ends; wait == 0 makes one attempt and
 // does not subscribe. lease > 0 is a fixed lease, otherwise the watchdog
 // renews the hold. It reports whether the lock was taken; ctx's error when
 // ctx ended first (an acquisition that raced it is undone).
-func (e *Engine) Acquire(ctx context.Context, s *Spec, field string, wait, lease time.Duration) (bool, error) {
-	_, ok, err := e.AcquireToken(ctx, s, field, wait, lease)
-	return ok, err
-}
-
-// AcquireToken is Acquire that also returns the token a fenced lock's
-// grant issued (0 for other kinds).
+// It also returns the token a fenced lock's grant issued (0 for other
+// kinds).
 func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, lease time.Duration) (token int64, ok bool, err error) {
 	if e.Closed() {
 		return 0, false, hold.ErrClosed
