@@ -42,6 +42,8 @@ var (
 	_ Locker = (*SpinLock)(nil)
 	_ Locker = (*FencedLock)(nil)
 	_ Locker = (*NonReentrantLock)(nil)
+	_ Locker = (*FairLock)(nil)
+	_ Locker = (*NonReentrantFairLock)(nil)
 	_ Locker = (*ReadLock)(nil)
 	_ Locker = (*WriteLock)(nil)
 )
@@ -69,6 +71,7 @@ type base struct {
 	// ("" any), and whether anything is published (not for a spin lock).
 	forceMsg, forceMode string
 	forcePub            bool
+	fair                bool // the fair lock's force unlock (contract 3.7)
 	// locked reports IsLocked from Redis; nil: EXISTS.
 	locked func(ctx context.Context) (bool, error)
 }
@@ -180,13 +183,23 @@ func (l *base) ForceUnlock(ctx context.Context) (bool, error) {
 	if !l.forcePub {
 		pub = ""
 	}
-	var mode []string
-	if l.forceMode != "" {
-		mode = []string{l.forceMode}
+	var existed bool
+	var err error
+	if l.fair {
+		existed, err = l.c.eng.ForceDelete(ctx, scripts.FairForceUnlock, l.name,
+			func(latch string) []string {
+				return []string{l.name, FairQueueName(l.name), FairTimeoutName(l.name), l.spec.Channel, latch}
+			},
+			[]string{"0", pub}, nowMs())
+	} else {
+		var mode []string
+		if l.forceMode != "" {
+			mode = []string{l.forceMode}
+		}
+		existed, err = l.c.eng.ForceDelete(ctx, scripts.ForceUnlock, l.name,
+			func(latch string) []string { return []string{l.name, l.spec.Channel, latch} },
+			[]string{l.forceMsg, pub}, mode...)
 	}
-	existed, err := l.c.eng.ForceDelete(ctx, scripts.ForceUnlock, l.name,
-		func(latch string) []string { return []string{l.name, l.spec.Channel, latch} },
-		[]string{l.forceMsg, pub}, mode...)
 	if (existed || l.forceMode == "") && (err == nil || errors.Is(err, ErrNoSyncedReplicas)) {
 		// Deleted, or there was nothing (of any mode) to delete: every
 		// hold this client had on the hash before is gone; one taken by

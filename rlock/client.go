@@ -53,6 +53,9 @@ const (
 	DefaultWatchdogBatchSize   = 100
 	DefaultCommandTimeout      = 3 * time.Second
 	DefaultSubscriptionTimeout = 7500 * time.Millisecond
+	// DefaultFairLockWaitTimeout is Redisson's fairLockWaitTimeout: how
+	// long a FairLock waiter with no wait limit reserves its place.
+	DefaultFairLockWaitTimeout = 5 * time.Minute
 	// retryAttempts is Redisson's retryAttempts: a call whose script Redis
 	// refused, or whose reply was lost, is retried or settled for up to
 	// this many command timeouts.
@@ -68,6 +71,7 @@ type config struct {
 	subscriptionTimeout time.Duration
 	onLost              func(LostEvent)
 	maxHold             time.Duration
+	fairWait            time.Duration
 	sync                *engine.ReplicaSync // nil: the default for the topology
 }
 
@@ -156,6 +160,22 @@ func WithCommandTimeout(d time.Duration) Option {
 	}
 }
 
+// WithFairLockWaitTimeout sets how long a FairLock waiter with no wait
+// limit (Lock, LockLease) reserves its place in line (default 5 minutes,
+// Redisson's fairLockWaitTimeout, configurable in Redisson 3.46+): if it
+// is first in line and has not taken the lock by then (its process died,
+// or the holder kept the lock), the others drop it. Use the same value as
+// the Java services sharing the locks.
+func WithFairLockWaitTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < time.Millisecond {
+			return fmt.Errorf("%w: fair lock wait timeout %v is below 1ms", ErrInvalidArgument, d)
+		}
+		c.fairWait = d
+		return nil
+	}
+}
+
 // WithSubscriptionTimeout bounds the wait for a channel subscription when a
 // waiter starts waiting (default 7.5s, Redisson's subscriptionTimeout).
 func WithSubscriptionTimeout(d time.Duration) Option {
@@ -223,6 +243,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		logger:              slog.New(slog.DiscardHandler),
 		commandTimeout:      DefaultCommandTimeout,
 		subscriptionTimeout: DefaultSubscriptionTimeout,
+		fairWait:            DefaultFairLockWaitTimeout,
 	}
 	for _, o := range opts {
 		if o == nil {

@@ -59,8 +59,8 @@ func (c *Client) lockSpec(name string, v lockVariant) *engine.Spec {
 			}
 			return append(dst, name, fence)
 		},
-		AcquireArgs: func(dst []string, field, leaseMs, expected string) []string {
-			dst = append(dst, leaseMs, field, expected, engine.FenceTTLArg())
+		AcquireArgs: func(dst []string, a engine.Attempt) []string {
+			dst = append(dst, a.LeaseMs, a.Field, a.Expected, engine.FenceTTLArg())
 			if flag != "" {
 				dst = append(dst, flag)
 			}

@@ -18,6 +18,15 @@ func RWLockChannelName(name string) string { return names.RWLockChannel(name) }
 // "redisson_lock_token:{<name>}".
 func TokenName(name string) string { return names.Token(name) }
 
+// FairQueueName returns the wait queue of the fair lock called name, a list
+// of waiting owner fields in arrival order, "redisson_lock_queue:{<name>}".
+func FairQueueName(name string) string { return names.Queue(name) }
+
+// FairTimeoutName returns the sorted set of the fair lock called name's
+// waiters, scored by the ms-epoch deadline of each one's reservation,
+// "redisson_lock_timeout:{<name>}".
+func FairTimeoutName(name string) string { return names.Timeouts(name) }
+
 // Slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the
 // key, or of its hash tag (the text between the first "{" and the next "}",
 // when that is not empty), modulo 16384.

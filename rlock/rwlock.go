@@ -75,8 +75,8 @@ func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
 			AcquireKeys: func(dst []string, field, fence string) []string {
 				return append(dst, name, keysOf(field).prefix, fence)
 			},
-			AcquireArgs: func(dst []string, field, leaseMs, expected string) []string {
-				return append(dst, leaseMs, field, keysOf(field).write, expected, engine.FenceTTLArg())
+			AcquireArgs: func(dst []string, a engine.Attempt) []string {
+				return append(dst, a.LeaseMs, a.Field, keysOf(a.Field).write, a.Expected, engine.FenceTTLArg())
 			},
 			Unlock: scripts.ReadUnlock,
 			UnlockKeys: func(dst []string, field, fence string) []string {
@@ -92,8 +92,8 @@ func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
 			Channel:     channel,
 			Acquire:     scripts.WriteAcquire,
 			AcquireKeys: func(dst []string, _, fence string) []string { return append(dst, name, fence) },
-			AcquireArgs: func(dst []string, field, leaseMs, expected string) []string {
-				return append(dst, leaseMs, field, expected, engine.FenceTTLArg())
+			AcquireArgs: func(dst []string, a engine.Attempt) []string {
+				return append(dst, a.LeaseMs, a.Field, a.Expected, engine.FenceTTLArg())
 			},
 			Unlock:     scripts.WriteUnlock,
 			UnlockKeys: func(dst []string, _, fence string) []string { return append(dst, name, channel, fence) },

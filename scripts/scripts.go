@@ -48,6 +48,16 @@ var (
 	renewReadText string
 	//go:embed read_locked.lua
 	readLockedText string
+	//go:embed fair_prelude.lua
+	fairPrelude string
+	//go:embed fair_acquire.lua
+	fairAcquireText string
+	//go:embed fair_unlock.lua
+	fairUnlockText string
+	//go:embed fair_cancel.lua
+	fairCancelText string
+	//go:embed fair_force_unlock.lua
+	fairForceUnlockText string
 )
 
 // The lock scripts. See the header of each .lua file for KEYS, ARGV and
@@ -65,6 +75,13 @@ var (
 	WriteUnlock  = New("write_unlock", writeUnlockText)
 	RenewRead    = New("renew_read", renewReadText)
 	ReadLocked   = New("read_locked", readLockedText)
+
+	// The fair lock's scripts share the functions of fair_prelude.lua,
+	// which runs first.
+	FairAcquire     = New("fair_acquire", fairPrelude+fairAcquireText)
+	FairUnlock      = New("fair_unlock", fairPrelude+fairUnlockText)
+	FairCancel      = New("fair_cancel", fairPrelude+fairCancelText)
+	FairForceUnlock = New("fair_force_unlock", fairPrelude+fairForceUnlockText)
 )
 
 // Script is a Lua script with its SHA-1, safe for concurrent use.

@@ -38,7 +38,23 @@ func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, 
 	if first.IsZero() || first.Before(start.Add(e.Budget)) {
 		first = start.Add(e.Budget)
 	}
-	ttl, token, ok, err := e.try(ctx, s, field, lease, first)
+	if s.Cancel != nil && wait != 0 {
+		// A fair waiter that leaves without the lock leaves the queue
+		// first (whatever ended its wait).
+		defer func() {
+			switch {
+			case ok || errors.Is(err, ErrAlreadyHeld) || errors.Is(err, hold.ErrClosed):
+			case errors.Is(err, ErrUnresolved):
+				// The owner's slot is settling the lost acquire: leave
+				// the queue after it, in the background.
+				e.bg.Add(1)
+				go func() { defer e.bg.Done(); e.cancelWait(ctx, s, field, wait) }()
+			default:
+				e.cancelWait(ctx, s, field, wait)
+			}
+		}()
+	}
+	ttl, token, ok, err := e.try(ctx, s, field, lease, wait, first)
 	if ok || err != nil {
 		return token, ok, err
 	}
@@ -58,7 +74,11 @@ func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, 
 		subTimeout = left()
 	}
 	sctx, cancel := context.WithTimeout(ctx, subTimeout)
-	sub, err := e.Hub.Subscribe(sctx, s.Channel)
+	channel := s.Channel
+	if s.WaitChannel != nil {
+		channel = s.WaitChannel(field)
+	}
+	sub, err := e.Hub.Subscribe(sctx, channel)
 	cancel()
 	if err != nil {
 		switch {
@@ -69,14 +89,14 @@ func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, 
 		case !end.IsZero() && left() <= 0:
 			return 0, false, nil
 		case errors.Is(err, context.DeadlineExceeded):
-			return 0, false, fmt.Errorf("%w: %q: no subscription to %q within %v", ErrTimeout, s.Name, s.Channel, e.SubscriptionTimeout)
+			return 0, false, fmt.Errorf("%w: %q: no subscription to %q within %v", ErrTimeout, s.Name, channel, e.SubscriptionTimeout)
 		}
-		return 0, false, fmt.Errorf("rlock: %q: subscribing to %q: %w", s.Name, s.Channel, err)
+		return 0, false, fmt.Errorf("rlock: %q: subscribing to %q: %w", s.Name, channel, err)
 	}
 	defer sub.Release()
 
 	for {
-		ttl, token, ok, err = e.try(ctx, s, field, lease, end)
+		ttl, token, ok, err = e.try(ctx, s, field, lease, wait, end)
 		if ok || err != nil {
 			return token, ok, err
 		}
@@ -129,7 +149,7 @@ func (e *Engine) spin(ctx context.Context, s *Spec, field string, lease time.Dur
 			t.Stop()
 			return 0, false, hold.ErrClosed
 		}
-		_, token, ok, err := e.try(ctx, s, field, lease, end)
+		_, token, ok, err := e.try(ctx, s, field, lease, -1, end)
 		if ok || err != nil {
 			return token, ok, err
 		}
@@ -145,7 +165,7 @@ func (e *Engine) spin(ctx context.Context, s *Spec, field string, lease time.Dur
 // acquisition that no replica acknowledged is released and tried again (as
 // Redisson), and one that raced the end of ctx is undone. It returns the
 // holder's TTL (-1: none) when another owner holds the lock.
-func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Duration, end time.Time) (ttl time.Duration, token int64, ok bool, err error) {
+func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait time.Duration, end time.Time) (ttl time.Duration, token int64, ok bool, err error) {
 	t := e.Table
 	h, err := t.Use(ctx, hold.Key{Kind: s.Kind, Name: s.Name, Field: field})
 	if err != nil {
@@ -176,7 +196,7 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease time.Dura
 		before := t.Count(h)
 		call := &Call{Script: s.Acquire, Name: s.Name, Field: field, Token: s.TokenKey}
 		call.Keys = s.AcquireKeys(call.keys[:0], field, h.Fence(NewFence))
-		call.Args = s.AcquireArgs(call.args[:0], field, leaseMs, strconv.Itoa(before))
+		call.Args = s.AcquireArgs(call.args[:0], Attempt{Field: field, LeaseMs: leaseMs, Expected: strconv.Itoa(before), Wait: wait, Once: wait == 0})
 		sent := time.Now()
 		out, err := e.Exactly(ctx, deadline, call)
 		if err != nil || out.Fenced {

@@ -41,14 +41,28 @@ type Spec struct {
 	UnlockTTL bool
 	Prefix    func(field string) string
 
+	// WaitChannel, when set, returns the channel a waiter of field
+	// subscribes to (the fair lock's per-waiter channel, contract 3.1);
+	// otherwise waiters subscribe to Channel.
+	WaitChannel func(field string) string
+	// Cancel, when set, leaves the wait queue after a wait that may have
+	// queued the owner ended without the lock (the fair lock's
+	// acquireFailed, contract 3.5); CancelKeys and CancelArgs build its
+	// call, whose fence key is the last key. It must be idempotent while
+	// the owner does not queue again: after a lost reply it is fenced and
+	// sent again.
+	Cancel     *scripts.Script
+	CancelKeys func(dst []string, fence string) []string
+	CancelArgs func(dst []string, field string, wait time.Duration) []string
+
 	Acquire *scripts.Script
 	// AcquireKeys and AcquireArgs append an acquire call's keys and
-	// arguments to dst, for one owner field, fence key, lease in ms and
-	// the owner's count the caller expects (the script refuses to act on
-	// another count; see scripts/acquire.lua). The fence key is the last
+	// arguments to dst, for one owner field and fence key, and one
+	// attempt (the script refuses to act on a count other than the
+	// expected one; see scripts/acquire.lua). The fence key is the last
 	// key.
 	AcquireKeys func(dst []string, field, fence string) []string
-	AcquireArgs func(dst []string, field, leaseMs, expected string) []string
+	AcquireArgs func(dst []string, a Attempt) []string
 
 	Unlock *scripts.Script
 	// UnlockKeys and UnlockArgs append an unlock call's keys and
@@ -56,6 +70,17 @@ type Spec struct {
 	// as for AcquireArgs.
 	UnlockKeys func(dst []string, field, fence string) []string
 	UnlockArgs func(dst []string, field, leaseMs, expected string) []string
+}
+
+// Attempt is what an acquire call is built from.
+type Attempt struct {
+	Field    string
+	LeaseMs  string // the lease in ms
+	Expected string // the owner's count the caller expects
+	// Wait is the caller's wait (< 0: unlimited); Once marks a single
+	// attempt with no wait (a fair lock does not queue it).
+	Wait time.Duration
+	Once bool
 }
 
 // BackOff gives the delays between a spin lock's attempts.

@@ -19,6 +19,8 @@ const (
 	RWLockChannelPrefix = "redisson_rwlock"     // the read-write lock's channel (contract 4.1)
 	TokenPrefix         = "redisson_lock_token" // the fenced lock's token (contract 5.2)
 	FencePrefix         = "goredisson_fence"
+	QueuePrefix         = "redisson_lock_queue"   // the fair lock's wait queue (contract 3.1)
+	TimeoutPrefix       = "redisson_lock_timeout" // the fair lock's reservations (contract 3.1)
 )
 
 // Prefix is Redisson's prefixName: "<prefix>:<name>" when name contains "{"
@@ -46,6 +48,13 @@ func LockChannel(name string) string { return Prefix(LockChannelPrefix, name) }
 // RWLockChannel returns the pub/sub channel of the read-write lock called
 // name.
 func RWLockChannel(name string) string { return Prefix(RWLockChannelPrefix, name) }
+
+// Queue returns the wait queue (a list) of the fair lock called name.
+func Queue(name string) string { return Prefix(QueuePrefix, name) }
+
+// Timeouts returns the reservations (a sorted set) of the fair lock called
+// name's waiters.
+func Timeouts(name string) string { return Prefix(TimeoutPrefix, name) }
 
 // Token returns the token key of the fenced lock called name.
 func Token(name string) string { return Prefix(TokenPrefix, name) }

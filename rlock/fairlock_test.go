@@ -1,0 +1,312 @@
+package rlock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/rlock"
+)
+
+// queue returns the fair lock's wait queue and the waiters' reservations.
+func fairQueue(t *testing.T, e *env, name string) (queue []string, timeouts map[string]float64) {
+	t.Helper()
+	q, err := e.do("LRANGE", rlock.FairQueueName(name), "0", "-1").AsStrSlice()
+	require.NoError(t, err)
+	z, err := e.do("ZRANGE", rlock.FairTimeoutName(name), "0", "-1", "WITHSCORES").AsZScores()
+	require.NoError(t, err)
+	timeouts = map[string]float64{}
+	for _, s := range z {
+		timeouts[s.Member] = s.Score
+	}
+	return q, timeouts
+}
+
+// waitQueued waits until the fair lock's queue has n entries.
+func waitQueued(t *testing.T, e *env, name string, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		m, err := e.do("LLEN", rlock.FairQueueName(name)).AsInt64()
+		return err == nil && m == int64(n)
+	}, 10*time.Second, time.Millisecond)
+}
+
+// TestFairLockFIFO: waiters queued one after the other while the lock is
+// held get it in that order (Redisson's testFairness), each woken on its
+// own channel, none on the shared one; the queue ends empty.
+func TestFairLockFIFO(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c1, c2 := e.client(), e.client()
+	name := "fair-fifo"
+	holder := rlock.WithOwner(ctx, 1)
+	require.NoError(t, c1.FairLock(name).Lock(holder))
+
+	const n = 8
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	var fields []string
+	for i := range n {
+		c := c1
+		if i%2 == 1 {
+			c = c2
+		}
+		owner := int64(100 + i)
+		fields = append(fields, field(c, owner))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			octx := rlock.WithOwner(ctx, owner)
+			l := c.FairLock(name)
+			if !assert.NoError(t, l.Lock(octx)) {
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			assert.NoError(t, l.Unlock(octx))
+		}()
+		waitQueued(t, e, name, i+1)
+	}
+	q, timeouts := fairQueue(t, e, name)
+	require.Equal(t, fields, q, "queued in arrival order")
+	for i := 1; i < n; i++ {
+		// Each reservation is the previous one's plus the wait (5 min).
+		assert.InDelta(t, 5*60*1000, timeouts[fields[i]]-timeouts[fields[i-1]], 1)
+	}
+	for _, f := range fields {
+		waitForSubscribers(t, e, rlock.ChannelName(name)+":"+f, 1)
+	}
+	waitForSubscribers(t, e, rlock.ChannelName(name), 0)
+	start := time.Now()
+	require.NoError(t, c1.FairLock(name).Unlock(holder))
+	wg.Wait()
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7}, order)
+	// Every hand-off was woken by its message, not by a TTL (30 s).
+	assert.Less(t, time.Since(start), 5*time.Second)
+	q, timeouts = fairQueue(t, e, name)
+	assert.Empty(t, q)
+	assert.Empty(t, timeouts)
+	assert.Zero(t, c1.Stats().Holds+c2.Stats().Holds)
+}
+
+// TestFairLockWaiterLeaves: a waiter whose wait ends (TryLock's wait, or
+// its ctx) leaves the queue before it returns, and pulls the reservations
+// behind it forward; the next waiter is not stalled.
+func TestFairLockWaiterLeaves(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := e.client()
+	name := "fair-leave"
+	holder := rlock.WithOwner(ctx, 1)
+	l := c.FairLock(name)
+	require.NoError(t, l.Lock(holder))
+
+	timedOut := make(chan bool)
+	go func() {
+		ok, err := l.TryLock(rlock.WithOwner(ctx, 2), 300*time.Millisecond, 0)
+		assert.NoError(t, err)
+		timedOut <- ok
+	}()
+	waitQueued(t, e, name, 1)
+	cctx, cancel := context.WithCancel(rlock.WithOwner(ctx, 3))
+	cancelled := make(chan error)
+	go func() { cancelled <- l.Lock(cctx) }()
+	waitQueued(t, e, name, 2)
+	got := make(chan error)
+	go func() {
+		octx := rlock.WithOwner(ctx, 4)
+		err := l.Lock(octx)
+		if err == nil {
+			err = l.Unlock(octx)
+		}
+		got <- err
+	}()
+	waitQueued(t, e, name, 3)
+	_, before := fairQueue(t, e, name)
+
+	assert.False(t, <-timedOut)
+	q, after := fairQueue(t, e, name)
+	assert.Equal(t, []string{field(c, 3), field(c, 4)}, q, "the timed-out waiter left")
+	// Those behind it moved up by its wait (300 ms).
+	assert.InDelta(t, 300, before[field(c, 3)]-after[field(c, 3)], 1)
+	assert.InDelta(t, 300, before[field(c, 4)]-after[field(c, 4)], 1)
+
+	cancel()
+	assert.ErrorIs(t, <-cancelled, context.Canceled)
+	q, _ = fairQueue(t, e, name)
+	assert.Equal(t, []string{field(c, 4)}, q, "the cancelled waiter left")
+
+	start := time.Now()
+	require.NoError(t, l.Unlock(holder))
+	require.NoError(t, <-got)
+	assert.Less(t, time.Since(start), 2*time.Second, "the last waiter was woken at once")
+	q, after = fairQueue(t, e, name)
+	assert.Empty(t, q)
+	assert.Empty(t, after)
+}
+
+// TestFairLockDeadWaiter: a waiter whose process died stays in the queue
+// until its reservation ends; then the others' cleanup drops it and the
+// next waiter gets the lock, without waiting for the holder's TTL.
+func TestFairLockDeadWaiter(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := e.client()
+	dead := e.client(rlock.WithFairLockWaitTimeout(time.Hour))
+	name := "fair-dead"
+	holder := rlock.WithOwner(ctx, 1)
+	l := c.FairLock(name)
+	// The first waiter's reservation runs from the lock's TTL.
+	require.NoError(t, l.LockLease(holder, 2*time.Second))
+
+	// The dying waiter asks for a reservation of 300 ms more.
+	died := make(chan error)
+	go func() {
+		_, err := dead.FairLock(name).TryLock(rlock.WithOwner(ctx, 2), 300*time.Millisecond, 0)
+		died <- err
+	}()
+	waitQueued(t, e, name, 1)
+	require.NoError(t, dead.Close()) // its process dies: the entry stays
+	assert.ErrorIs(t, <-died, rlock.ErrClosed)
+	q, _ := fairQueue(t, e, name)
+	require.Equal(t, []string{field(dead, 2)}, q)
+
+	got := make(chan time.Time)
+	go func() {
+		octx := rlock.WithOwner(ctx, 3)
+		assert.NoError(t, l.Lock(octx))
+		got <- time.Now()
+		assert.NoError(t, l.Unlock(octx))
+	}()
+	waitQueued(t, e, name, 2)
+	_, timeouts := fairQueue(t, e, name)
+	deadline := time.UnixMilli(int64(timeouts[field(dead, 2)]))
+	require.NoError(t, l.Unlock(holder)) // wakes the dead head, nobody else
+	at := <-got
+	assert.False(t, at.Before(deadline.Add(-10*time.Millisecond)), "taken %v before the dead waiter's reservation ended", deadline.Sub(at))
+	assert.Less(t, at.Sub(deadline), 2*time.Second, "taken %v after the dead waiter's reservation ended", at.Sub(deadline))
+	require.Eventually(t, func() bool { q, _ := fairQueue(t, e, name); return len(q) == 0 }, 5*time.Second, 5*time.Millisecond)
+}
+
+// TestFairLockBasics: re-entry, the single attempt that never queues,
+// Unlock of a lock not held, non-reentrant re-acquire, ForceUnlock waking
+// the head.
+func TestFairLockBasics(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := e.client()
+	name := "fair-basics"
+	l := c.FairLock(name)
+	require.NoError(t, l.Lock(ctx))
+	ok, err := l.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	n, err := l.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+
+	other := rlock.WithOwner(ctx, 9)
+	ok, err = l.TryLock(other, 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Equal(t, int64(0), mustInt(t, e, "EXISTS", rlock.FairQueueName(name)), "a single attempt never queues")
+	assert.ErrorIs(t, l.Unlock(other), rlock.ErrNotHeld)
+	require.NoError(t, l.Unlock(ctx))
+	require.NoError(t, l.Unlock(ctx))
+	assert.ErrorIs(t, l.Unlock(ctx), rlock.ErrNotHeld)
+
+	nr := c.NonReentrantFairLock(name + "-nr")
+	require.NoError(t, nr.Lock(ctx))
+	assert.ErrorIs(t, nr.Lock(ctx), rlock.ErrAlreadyHeld)
+	_, err = nr.TryLock(ctx, time.Second, 0)
+	assert.ErrorIs(t, err, rlock.ErrAlreadyHeld)
+	n, err = nr.HoldCount(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	require.NoError(t, nr.Unlock(ctx))
+
+	// ForceUnlock wakes the first waiter at once.
+	require.NoError(t, l.Lock(ctx))
+	got := make(chan error)
+	go func() { got <- l.LockLease(other, time.Second) }()
+	waitQueued(t, e, name, 1)
+	waitForSubscribers(t, e, rlock.ChannelName(name)+":"+field(c, 9), 1)
+	start := time.Now()
+	existed, err := c.FairLock(name).ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.True(t, existed)
+	require.NoError(t, <-got)
+	assert.Less(t, time.Since(start), 2*time.Second)
+	require.NoError(t, l.Unlock(other))
+	existed, err = l.ForceUnlock(ctx)
+	require.NoError(t, err)
+	assert.False(t, existed)
+	assert.Zero(t, c.Stats().Holds)
+}
+
+func mustInt(t *testing.T, e *env, args ...string) int64 {
+	t.Helper()
+	n, err := e.do(args...).AsInt64()
+	require.NoError(t, err)
+	return n
+}
+
+// TestFairLockContention: many owners in two clients, each taking the fair
+// lock many times; mutual exclusion holds, every waiter gets its turn, and
+// nothing is left in Redis.
+func TestFairLockContention(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	cs := []*rlock.Client{e.client(), e.client()}
+	name := "fair-contention"
+	var inside, total int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := cs[g%2]
+			l := c.FairLock(name)
+			octx := rlock.WithOwner(ctx, int64(g+1))
+			for i := range 25 {
+				var err error
+				if i%3 == 0 {
+					var ok bool
+					ok, err = l.TryLock(octx, 10*time.Second, 5*time.Second)
+					if err == nil && !ok {
+						err = errors.New("TryLock timed out in turn " + strconv.Itoa(i))
+					}
+				} else {
+					err = l.Lock(octx)
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				mu.Lock()
+				inside++
+				total++
+				assert.Equal(t, 1, inside)
+				mu.Unlock()
+				mu.Lock()
+				inside--
+				mu.Unlock()
+				assert.NoError(t, l.Unlock(octx))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, 12*25, total)
+	q, timeouts := fairQueue(t, e, name)
+	assert.Empty(t, q)
+	assert.Empty(t, timeouts)
+	assert.Equal(t, int64(0), mustInt(t, e, "EXISTS", name))
+}

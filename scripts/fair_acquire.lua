@@ -1,0 +1,100 @@
+-- fair_acquire: take, re-enter or queue for a Redisson RFairLock (contract
+-- 3.3 and 3.4; the non-reentrant fair lock, 5.3, with ARGV[8] "n"), fenced
+-- and checked against the count the caller expects. Runs after
+-- fair_prelude.
+--
+-- KEYS[1]  lock key (the raw name)
+-- KEYS[2]  queue "redisson_lock_queue:{<raw>}"
+-- KEYS[3]  timeouts "redisson_lock_timeout:{<raw>}"
+-- KEYS[4]  this call's fence key "goredisson_fence:{<raw>}:<32 hex id>"
+-- ARGV[1]  lease in milliseconds
+-- ARGV[2]  owner field "<clientId>:<ownerId>"
+-- ARGV[3]  the count of ARGV[2] the caller expects to find (its record)
+-- ARGV[4]  fence TTL in milliseconds
+-- ARGV[5]  the waiter's wait in ms (its reservation per place in line)
+-- ARGV[6]  now, the caller's clock in ms since the epoch (as Redisson's)
+-- ARGV[7]  "q": a waiter's attempt, which queues ARGV[2] when the lock is
+--          not free for it (the long variant, 3.3); "": a single attempt,
+--          which never queues (the boolean variant, 3.4)
+-- ARGV[8]  optional: "n" for a non-reentrant fair lock
+--
+-- Replies (this library's own encoding; Java never reads them):
+--   n > 0   acquired or re-entered: ARGV[2]'s count is now n, the TTL ARGV[1]
+--   0       fenced: the fence key exists (see fence.lua), nothing was done
+--   r < 0   not acquired; wait at most -2 - r ms before trying again (-1:
+--           until a message): the lock's PTTL while it is held, otherwise
+--           the time left of the head waiter's reservation (the stale
+--           cleanup drops the head then). With "q", ARGV[2] is now queued.
+--   {c}     refused: ARGV[2]'s count is c, not ARGV[3]; nothing was done
+--           but marking the fence key "s", so that fence.lua can tell
+--   HELD    (status) non-reentrant and ARGV[2] holds it: nothing was done
+--           (Redisson replies with the error NON_REENTRANT_REACQUIRE)
+--
+-- The data it writes is exactly Redisson's: the stale cleanup, the grant
+-- that pops the head and pulls every other reservation forward by ARGV[5],
+-- re-entry, and the enqueue whose reservation is the last waiter's (or the
+-- lock's PTTL) plus ARGV[5]. Queueing again is a no-op (the waiter keeps
+-- its place), but the grant is not idempotent: a lost reply is settled
+-- with fence.lua, never by resending.
+local fence = KEYS[4]
+if redis.call('exists', fence) == 1 then
+    return 0
+end
+local prior = tonumber(redis.call('hget', KEYS[1], ARGV[2]) or 0)
+if prior ~= tonumber(ARGV[3]) then
+    redis.call('set', fence, 's', 'px', ARGV[4])
+    return {prior}
+end
+local now = tonumber(ARGV[6])
+local wait = tonumber(ARGV[5])
+fair_cleanup(KEYS[2], KEYS[3], now)
+if redis.call('exists', KEYS[1]) == 0 then
+    local head = redis.call('lindex', KEYS[2], 0)
+    if not head or head == ARGV[2] then
+        redis.call('lpop', KEYS[2])
+        redis.call('zrem', KEYS[3], ARGV[2])
+        local waiting = redis.call('zrange', KEYS[3], 0, -1)
+        for i = 1, #waiting do
+            redis.call('zincrby', KEYS[3], -wait, waiting[i])
+        end
+        redis.call('hset', KEYS[1], ARGV[2], 1)
+        redis.call('pexpire', KEYS[1], ARGV[1])
+        return 1
+    end
+end
+if prior > 0 then
+    if ARGV[8] == 'n' then
+        return redis.status_reply('HELD')
+    end
+    local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    return n
+end
+if ARGV[7] == 'q' and not redis.call('zscore', KEYS[3], ARGV[2]) then
+    local last = redis.call('lindex', KEYS[2], -1)
+    local ttl
+    local lastScore = false
+    if last and last ~= ARGV[2] then
+        lastScore = redis.call('zscore', KEYS[3], last)
+    end
+    if lastScore then
+        ttl = tonumber(lastScore) - now
+    else
+        ttl = redis.call('pttl', KEYS[1])
+    end
+    if redis.call('zadd', KEYS[3], ttl + wait + now, ARGV[2]) == 1 then
+        redis.call('rpush', KEYS[2], ARGV[2])
+    end
+end
+local pttl = redis.call('pttl', KEYS[1])
+if pttl == -2 then
+    -- Free, but another waiter is first in line: until its reservation ends.
+    local head = redis.call('lindex', KEYS[2], 0)
+    local t = head and redis.call('zscore', KEYS[3], head)
+    if t then
+        pttl = math.max(1, tonumber(t) - now)
+    else
+        pttl = math.max(1, wait)
+    end
+end
+return -2 - pttl
