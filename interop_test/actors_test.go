@@ -30,6 +30,8 @@ const (
 	kindFenced kind = "fenced"
 	kindSpin   kind = "spin"
 	kindNR     kind = "nr"
+	kindFair   kind = "fair"
+	kindNRFair kind = "nrfair"
 )
 
 // side is one service: a Go client or a JVM. Its actors are owners in it
@@ -60,6 +62,8 @@ type actor interface {
 	tryLockToken(ctx context.Context, name string, wait, lease time.Duration) (int64, error)
 	token(ctx context.Context, name string) (int64, error)
 	lockAsync(ctx context.Context, k kind, name string) *call
+	// tryLockAsync is tryLock in the background.
+	tryLockAsync(ctx context.Context, k kind, name string, wait, lease time.Duration) *call
 }
 
 // ---- Go ----
@@ -102,6 +106,10 @@ func (a *goActor) l(k kind, name string) fullLocker {
 		return a.c.SpinLock(name)
 	case kindNR:
 		return a.c.NonReentrantLock(name)
+	case kindFair:
+		return a.c.FairLock(name)
+	case kindNRFair:
+		return a.c.NonReentrantFairLock(name)
 	}
 	return a.c.Lock(name)
 }
@@ -141,6 +149,9 @@ func (a *goActor) token(ctx context.Context, name string) (int64, error) {
 }
 func (a *goActor) lockAsync(ctx context.Context, k kind, name string) *call {
 	return goAsync(func() (bool, error) { return true, a.lock(ctx, k, name) })
+}
+func (a *goActor) tryLockAsync(ctx context.Context, k kind, name string, wait, lease time.Duration) *call {
+	return goAsync(func() (bool, error) { return a.tryLock(ctx, k, name, wait, lease) })
 }
 
 // ---- Java ----
@@ -214,6 +225,12 @@ func (a *javaActor) token(ctx context.Context, name string) (int64, error) {
 }
 func (a *javaActor) lockAsync(ctx context.Context, k kind, name string) *call {
 	return javaAsync(a.j.Send("lock", a.thread, spec(k, name)))
+}
+func (a *javaActor) tryLockAsync(ctx context.Context, k kind, name string, wait, lease time.Duration) *call {
+	if lease <= 0 {
+		lease = -1
+	}
+	return javaAsync(a.j.Send("trylock", a.thread, spec(k, name), wait.Milliseconds(), lease.Milliseconds()))
 }
 
 // ---- pairs ----

@@ -35,6 +35,12 @@ func TestRedissonFamily(t *testing.T) {
 			if atLeast(v, "4.4.0") {
 				t.Run("NonReentrant", f.testNonReentrant)
 			}
+			t.Run("FairFIFO", f.testFairFIFO)
+			t.Run("FairWaiterTimeout", f.testFairWaiterTimeout)
+			t.Run("FairKilledWaiter", f.testFairKilledWaiter)
+			if atLeast(v, "4.4.0") {
+				t.Run("FairNonReentrant", f.testFairNonReentrant)
+			}
 		})
 	}
 	logSummary(t, suiteFamily)

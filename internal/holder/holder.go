@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,10 @@ type Spec struct {
 	Lock     string        `json:"lock"`  // lock name
 	Owner    int64         `json:"owner"` // WithOwner id
 	Watchdog time.Duration `json:"watchdog"`
+	// FairWait > 0: instead of locking, the child waits for the fair lock
+	// (FairLock.TryLock with this wait) and Start returns once it is
+	// queued; Process.TTL is then 0.
+	FairWait time.Duration `json:"fairWait"`
 }
 
 // MaybeRun runs the holder and exits when this process is a holder child;
@@ -66,6 +71,9 @@ func run(specJSON string) int {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(rlock.WithOwner(context.Background(), spec.Owner), 30*time.Second)
 	defer cancel()
+	if spec.FairWait > 0 {
+		return queue(ctx, rc, c, spec)
+	}
 	l := c.Lock(spec.Lock)
 	if err := l.Lock(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "holder: lock:", err)
@@ -81,6 +89,37 @@ func run(specJSON string) int {
 	return 3
 }
 
+// queue is the child of a FairWait spec: it waits for the fair lock,
+// prints "queued <field> 0" once its field is in the queue, and then waits
+// for EOF on stdin (or the end of its wait).
+func queue(ctx context.Context, rc rueidis.Client, c *rlock.Client, spec Spec) int {
+	f := fmt.Sprintf("%s:%d", c.ID(), spec.Owner)
+	res := make(chan error, 1)
+	go func() {
+		_, err := c.FairLock(spec.Lock).TryLock(ctx, spec.FairWait, 0)
+		res <- err
+	}()
+	for {
+		q, err := rc.Do(ctx, rc.B().Lrange().Key(rlock.FairQueueName(spec.Lock)).Start(0).Stop(-1).Build()).AsStrSlice()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "holder: queue:", err)
+			return 1
+		}
+		if slices.Contains(q, f) {
+			break
+		}
+		select {
+		case err := <-res:
+			fmt.Fprintln(os.Stderr, "holder: the wait ended before it was queued:", err)
+			return 1
+		case <-time.After(time.Millisecond):
+		}
+	}
+	fmt.Printf("queued %s 0\n", f)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 3
+}
+
 // Process is a running holder child.
 type Process struct {
 	Field string        // the owner field it wrote, "<clientId>:<owner>"
@@ -92,7 +131,8 @@ type Process struct {
 	done   chan struct{}
 }
 
-// Start runs a holder child and returns once it holds the lock. The child
+// Start runs a holder child and returns once it holds the lock (or, with
+// FairWait, once it is queued for it). The child
 // dies with the test process (on Linux) and is killed when t ends.
 func Start(t testing.TB, spec Spec) *Process {
 	t.Helper()
@@ -139,7 +179,8 @@ func Start(t testing.TB, spec Spec) *Process {
 			t.Fatalf("the holder exited before locking; stderr:\n%s", p.stderr.String())
 		}
 		var ttlMs int64
-		if _, err := fmt.Sscanf(line, "locked %s %d", &p.Field, &ttlMs); err != nil {
+		var verb string
+		if _, err := fmt.Sscanf(line, "%s %s %d", &verb, &p.Field, &ttlMs); err != nil || (verb != "locked" && verb != "queued") {
 			t.Fatalf("the holder said %q: %v", line, err)
 		}
 		p.TTL = time.Duration(ttlMs) * time.Millisecond

@@ -81,7 +81,8 @@ import org.redisson.config.Config;
  *
  * A name "KIND@name" selects another member of the family: read@ and write@
  * (getReadWriteLock(name).readLock()/writeLock()), fenced@ (getFencedLock),
- * spin@ (getSpinLock), nr@ (getNonReentrantLock, 4.4+); a plain name is
+ * spin@ (getSpinLock), nr@ (getNonReentrantLock, 4.4+), fair@ (getFairLock),
+ * nrfair@ (getNonReentrantFairLock, 4.4+); a plain name is
  * getLock(name).
  *
  * End of stdin shuts down and exits 0 too. Logging goes to stderr only
@@ -318,13 +319,22 @@ public final class Driver {
             case "spin":
                 return client.getSpinLock(name);
             case "nr":
-                try { // 4.4+: not in the API the driver is compiled against
-                    return (RLock) RedissonClient.class.getMethod("getNonReentrantLock", String.class).invoke(client, name);
-                } catch (ReflectiveOperationException e) {
-                    throw new UnsupportedOperationException("getNonReentrantLock needs Redisson 4.4+: " + e);
-                }
+                return byReflection("getNonReentrantLock", name);
+            case "fair":
+                return client.getFairLock(name);
+            case "nrfair":
+                return byReflection("getNonReentrantFairLock", name);
             default:
                 throw new IllegalArgumentException("unknown lock kind " + kind);
+        }
+    }
+
+    /** A 4.4+ lock getter, not in the API the driver is compiled against. */
+    private static RLock byReflection(String getter, String name) {
+        try {
+            return (RLock) RedissonClient.class.getMethod(getter, String.class).invoke(client, name);
+        } catch (ReflectiveOperationException e) {
+            throw new UnsupportedOperationException(getter + " needs Redisson 4.4+: " + e);
         }
     }
 
