@@ -29,11 +29,13 @@ type famKind struct {
 	acquire         *scripts.Script
 	unlock          *scripts.Script
 	renew           *scripts.Script
+	force           *scripts.Script // nil: scripts.ForceUnlock
 	field           func(c *rlock.Client, owner int64) string
 	shared          bool // a second owner of the same kind may hold too (read)
 	onlyAcquire     bool // the kind adds nothing to the plain lock's unlock, force and renewal
 	spins           bool
 	checkTokenExact bool
+	fair            bool // a fair lock: its queue must end empty
 }
 
 var famKinds = []famKind{
@@ -67,6 +69,12 @@ var famKinds = []famKind{
 		lock:    func(c *rlock.Client, n string) famLocker { return c.NonReentrantLock(n) },
 		acquire: scripts.Acquire, unlock: scripts.Unlock, renew: scripts.Renew,
 		field: field, onlyAcquire: true,
+	},
+	{
+		name:    "fair",
+		lock:    func(c *rlock.Client, n string) famLocker { return c.FairLock(n) },
+		acquire: scripts.FairAcquire, unlock: scripts.FairUnlock, renew: scripts.Renew, force: scripts.FairForceUnlock,
+		field: field, fair: true,
 	},
 	{
 		name: "spin",
@@ -123,6 +131,9 @@ func TestFaultMatrix(t *testing.T) {
 		settled := func(t *testing.T, e *matrixEnv, name string) {
 			t.Helper()
 			e.settled(t, name)
+			if k.fair {
+				assert.Equal(t, int64(0), doInt(t, e.srv, "EXISTS", rlock.FairQueueName(name), rlock.FairTimeoutName(name)), "a waiter was left in the queue")
+			}
 			keys, err := e.srv.Do(ctx, "KEYS", "{"+name+"}:*")
 			require.NoError(t, err)
 			left, _ := keys.AsStrSlice()
@@ -184,6 +195,67 @@ func TestFaultMatrix(t *testing.T) {
 				settled(t, e, name)
 			})
 
+			if k.fair {
+				// The waiter's first attempt queues it, and its wait ends:
+				// it leaves the queue, whatever became of the attempt.
+				t.Run(k.name+"/queueing attempt/"+ruleName(rule), func(t *testing.T) {
+					e := newMatrixEnv(t, srv)
+					name := fmt.Sprintf("fm-%s-queue-%s", k.name, ruleName(rule))
+					holder := k.lock(e.other, name)
+					require.NoError(t, holder.Lock(ctx))
+					r := rule
+					r.Match = isScript(k.acquire)
+					e.faulty.Inject(r)
+					ok, err := k.lock(e.c, name).TryLock(me, 1500*time.Millisecond, 0)
+					require.NoError(t, err, "the fault must be absorbed")
+					assert.False(t, ok)
+					e.faulty.WaitLate()
+					assert.Equal(t, int64(0), doInt(t, e.srv, "EXISTS", rlock.FairQueueName(name), rlock.FairTimeoutName(name)), "the waiter left the queue")
+					require.NoError(t, holder.Unlock(ctx))
+					settled(t, e, name)
+				})
+				// Leaving the queue is faulted: it still leaves, exactly
+				// once, and the waiter behind it keeps its place.
+				t.Run(k.name+"/leaving the queue/"+ruleName(rule), func(t *testing.T) {
+					e := newMatrixEnv(t, srv)
+					name := fmt.Sprintf("fm-%s-leave-%s", k.name, ruleName(rule))
+					holder := k.lock(e.other, name)
+					require.NoError(t, holder.Lock(ctx))
+					r := rule
+					r.Match = isScript(scripts.FairCancel)
+					e.faulty.Inject(r)
+					leaving := make(chan result, 1)
+					go func() {
+						ok, err := k.lock(e.c, name).TryLock(me, 700*time.Millisecond, 0)
+						if err == nil && ok {
+							err = fmt.Errorf("got the lock")
+						}
+						leaving <- result{err, time.Now()}
+					}()
+					eventually(t, 5*time.Second, "the leaving waiter queued", func() bool {
+						return doInt(t, e.srv, "LLEN", rlock.FairQueueName(name)) == 1
+					})
+					next := lockAsync(rlock.WithOwner(ctx, 2), k.lock(e.other, name))
+					eventually(t, 5*time.Second, "the next waiter queued", func() bool {
+						return doInt(t, e.srv, "LLEN", rlock.FairQueueName(name)) == 2
+					})
+					before := doInt(t, e.srv, "ZSCORE", rlock.FairTimeoutName(name), field(e.other, 2))
+					require.NoError(t, waitResult(t, leaving, 20*time.Second, "the leaving waiter").err)
+					e.faulty.WaitLate()
+					qm := do(t, e.srv, "LRANGE", rlock.FairQueueName(name), "0", "-1")
+					q, err := qm.AsStrSlice()
+					require.NoError(t, err)
+					assert.Equal(t, []string{field(e.other, 2)}, q, "the leaving waiter left, the next stays")
+					after := doInt(t, e.srv, "ZSCORE", rlock.FairTimeoutName(name), field(e.other, 2))
+					assert.Equal(t, int64(700), before-after, "the next waiter moved up by one wait, once")
+					require.NoError(t, holder.Unlock(ctx))
+					res := waitResult(t, next, 20*time.Second, "the next waiter")
+					require.NoError(t, res.err)
+					require.NoError(t, k.lock(e.other, name).Unlock(rlock.WithOwner(ctx, 2)))
+					settled(t, e, name)
+				})
+			}
+
 			if k.onlyAcquire {
 				continue
 			}
@@ -223,6 +295,9 @@ func TestFaultMatrix(t *testing.T) {
 				require.NoError(t, k.lock(e.other, name).Lock(ctx))
 				r := rule
 				r.Match = isScript(scripts.ForceUnlock)
+				if k.force != nil {
+					r.Match = isScript(k.force)
+				}
 				e.faulty.Inject(r)
 				existed, err := k.lock(e.c, name).ForceUnlock(ctx)
 				require.NoError(t, err)
