@@ -155,9 +155,9 @@ func (l *base) field(ctx context.Context) string {
 // An Unlock is never run twice: a call Redis refused (BUSY, TRYAGAIN, ...)
 // is sent again, and a lost reply is settled with a fence key that stops
 // the lost call from running later and tells whether it ran. If Redis does
-// not answer within the retry budget, Unlock returns an error wrapping
-// ErrUnresolved, renewal of the hold stops (as Redisson's) and the outcome
-// is settled in the background.
+// not answer within the retry budget (or before ctx ends), Unlock returns an
+// error wrapping ErrUnresolved, renewal of the hold stops (as Redisson's)
+// and the outcome is settled in the background.
 func (l *base) Unlock(ctx context.Context) error {
 	if l.err != nil {
 		return l.err

@@ -48,6 +48,8 @@ var (
 	renewReadText string
 	//go:embed read_locked.lua
 	readLockedText string
+	//go:embed expire.lua
+	expireText string
 	//go:embed fair_prelude.lua
 	fairPrelude string
 	//go:embed fair_acquire.lua
@@ -75,6 +77,7 @@ var (
 	WriteUnlock  = New("write_unlock", writeUnlockText)
 	RenewRead    = New("renew_read", renewReadText)
 	ReadLocked   = New("read_locked", readLockedText)
+	Expire       = New("expire", expireText)
 
 	// The fair lock's scripts share the functions of fair_prelude.lua,
 	// which runs first.

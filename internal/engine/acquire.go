@@ -194,7 +194,7 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 			return 0, 0, false, fmt.Errorf("rlock: %q: acquire: %w: the hold kept changing", s.Name, ErrTimeout)
 		}
 		before := t.Count(h)
-		call := &Call{Script: s.Acquire, Name: s.Name, Field: field, Token: s.TokenKey}
+		call := &Call{Script: s.Acquire, Name: s.Name, Field: field, Token: s.TokenKey, Stop: ctx.Done()}
 		call.Keys = s.AcquireKeys(call.keys[:0], field, h.Fence(NewFence))
 		call.Args = s.AcquireArgs(call.args[:0], Attempt{Field: field, LeaseMs: leaseMs, Expected: strconv.Itoa(before), Wait: wait, Once: wait == 0})
 		sent := time.Now()
@@ -217,6 +217,9 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 				}
 				return false
 			})
+			if cerr := ctx.Err(); cerr != nil {
+				return 0, 0, false, fmt.Errorf("rlock: %q: acquire: %w (the outcome is settled in the background: %w)", s.Name, cerr, err)
+			}
 			return 0, 0, false, fmt.Errorf("rlock: %q: acquire: %w", s.Name, err)
 		}
 		if err != nil {

@@ -105,6 +105,10 @@ type Call struct {
 	Field  string
 	Token  string // a fenced lock's token key, which the fence reads too
 	Prefix string // a read hold's timeout prefix, whose keys' TTL the fence reads
+	// Stop, when set, ends Exactly's settling of a lost reply early
+	// (ErrUnresolved): an acquire whose caller has gone hands the
+	// settling to the background, which undoes the grant if it ran.
+	Stop <-chan struct{}
 
 	keys [5]string // room for Keys and Args, so a call is one allocation
 	args [8]string
@@ -201,8 +205,8 @@ func (e *Engine) Exactly(ctx context.Context, deadline time.Time, c *Call) (Outc
 			}
 			continue
 		}
-		// Unknown: settle, for the budget whatever ctx.
-		o, err := e.settle(ctx, time.Now().Add(e.Budget), c, nil)
+		// Unknown: settle, for the budget whatever ctx (unless c.Stop).
+		o, err := e.settle(ctx, time.Now().Add(e.Budget), c, c.Stop)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
 		}

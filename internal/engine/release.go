@@ -118,7 +118,7 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			return 0, fmt.Errorf("rlock: %q: unlock: %w: the hold kept changing", s.Name, ErrTimeout), false
 		}
 		before := t.Count(h)
-		call := &Call{Script: s.Unlock, Name: s.Name, Field: field, Token: s.TokenKey}
+		call := &Call{Script: s.Unlock, Name: s.Name, Field: field, Token: s.TokenKey, Stop: ctx.Done()}
 		if s.Prefix != nil {
 			call.Prefix = s.Prefix(field)
 		}
@@ -246,4 +246,55 @@ func (e *Engine) resync(ctx context.Context, name string, r Reply) error {
 		return fmt.Errorf("%w: %q: %d replica(s), %d attempt(s)", ErrNoSyncedReplicas, name, replicas, rs.Attempts)
 	}
 	return nil
+}
+
+// Expire sets the TTL of field's hold to lease while field holds it (the
+// PEXPIRE of a MultiLock member, scripts/expire.lua) and records the new
+// lease. It reports whether field held it. The call is idempotent: it is
+// resent after a refusal or a lost reply, within the budget, and the
+// record counts the lease from the first send, which ends no later than
+// any run.
+func (e *Engine) Expire(ctx context.Context, s *Spec, field string, lease time.Duration) (bool, error) {
+	t := e.Table
+	h, err := t.Use(ctx, hold.Key{Kind: s.Kind, Name: s.Name, Field: field})
+	if err != nil {
+		return false, err
+	}
+	defer t.Done(h)
+	if t.Count(h) == 0 {
+		return false, nil
+	}
+	keys, args := []string{s.Name}, []string{field, ms(lease)}
+	first := time.Now()
+	deadline := first.Add(e.Budget)
+	var bo Backoff
+	for {
+		r := e.X.Run(ctx, scripts.Expire, keys, args)
+		switch r.Class {
+		case Done:
+			n, err := r.Int()
+			if err != nil {
+				return false, fmt.Errorf("rlock: %q: expire: unexpected reply: %w", s.Name, err)
+			}
+			if n == 0 {
+				t.Observe(h, 0)
+				return false, nil
+			}
+			t.Leased(h, lease, first, time.Now())
+			return true, nil
+		case Failed:
+			return false, fmt.Errorf("rlock: %q: expire: %w", s.Name, r.Err)
+		case Closed:
+			if e.Closed() {
+				return false, r.Err
+			}
+		}
+		d := bo.Next()
+		if time.Now().Add(d).After(deadline) {
+			return false, fmt.Errorf("rlock: %q: expire: %w", s.Name, r.Err)
+		}
+		if err := sleep(ctx, d); err != nil {
+			return false, err
+		}
+	}
 }

@@ -287,6 +287,23 @@ func (t *Table) ReleasedTTL(h *Hold, count int, sent, recv time.Time, ttl time.D
 	t.armLocked(h)
 }
 
+// Leased records that h's TTL was set to lease by a call sent at sent and
+// answered at recv, while the owner held it (a MultiLock member's lease).
+// A fixed-lease hold takes lease as its lease from then on; a hold the
+// watchdog renews is left to it.
+func (t *Table) Leased(h *Hold, lease time.Duration, sent, recv time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h.count == 0 || h.watchdog > 0 {
+		return
+	}
+	h.lease = lease
+	h.set, h.recv = sent, recv
+	h.expired = false
+	h.ttl = 0
+	t.armLocked(h)
+}
+
 // Observe records the count Redis reported for h when a script refused to
 // act because it was not the expected one: the hold changed behind this
 // client's back. A hold that is gone ends with ErrLockLost.

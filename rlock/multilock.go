@@ -1,0 +1,575 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MultiLock is Redisson's RedissonMultiLock (contract 5.4): one lock made
+// of several member locks, of any kind and from any Clients (so on any
+// Redis servers), held when every member is held. It keeps no state of its
+// own in Redis: each member is an ordinary lock that Java sees as such.
+//
+// Its algorithm is Redisson's: TryLock(wait, lease) tries every member with
+// the wait that is left and, with a lease and a wait, a member lease of
+// twice the wait; when a member fails it releases the members it took and,
+// while the wait lasts, starts again from the first; on success with a
+// lease it sets every member's TTL to the lease. Unlike Redisson's, the
+// members of one attempt are reached concurrently, so that an attempt
+// costs about one round trip, not one per member. Members are called from
+// other goroutines with the calling owner pinned (WithOwner), so the owner
+// of the MultiLock and of each member's hold is the caller.
+//
+// Unlock unlocks the members in order and stops at the first error (as
+// Redisson 4.x): the members after it are not unlocked. IsHeld reports
+// whether every member is held; HoldContext ends when any member's hold
+// ends.
+type MultiLock struct{ group }
+
+// RedLock is Redisson's RedissonRedLock (contract 5.4): the Redlock
+// algorithm over member locks on independent Redis masters (one Client
+// each). It is held when a majority (a quorum, n/2+1 of n) of its members
+// is: TryLock succeeds when at most n - quorum members fail, each member
+// waiting at most wait/n. Each member's attempt is bounded by its wait
+// plus 100ms (or the lease, if shorter): a member whose master does not
+// answer counts as failed instead of stalling the attempt.
+//
+// Validity: an acquisition that took as long as the lease its members
+// were taken with releases what it took and reports false, since the first
+// members' leases may have run out by then. (With a wait, members are
+// taken for twice the wait, as in Redisson, and set to the lease once all
+// are held, so only a single attempt, TryLock(ctx, 0, lease), can outlive
+// them.) HoldContext ends when fewer than a
+// quorum of members remain held; IsHeld reports whether a quorum is held
+// (Java's isHeldByThread requires every member). Unlock unlocks every
+// member, concurrently, whatever each one's result (as Redisson).
+//
+// Safety caveats of Redlock: it assumes bounded clock drift between the
+// Redis servers and bounded process pauses; a member master that restarts
+// without persistence forgets its locks; and a paused holder can outlive
+// its validity without noticing, so protect the resource with a fencing
+// token (FencedLock) where it matters. Redisson deprecates RedLock for a
+// single lock with replica sync (the default here on Cluster and Sentinel)
+// or a fenced lock.
+type RedLock struct{ group }
+
+var (
+	_ Locker = (*MultiLock)(nil)
+	_ Locker = (*RedLock)(nil)
+)
+
+// NewMultiLock returns a MultiLock of locks (at least one, none nil; an
+// invalid list is reported by its methods).
+func NewMultiLock(locks ...Locker) *MultiLock { return &MultiLock{newGroup(false, locks)} }
+
+// NewRedLock returns a RedLock of locks, one per independent Redis master
+// (at least one, none nil; an invalid list is reported by its methods).
+func NewRedLock(locks ...Locker) *RedLock { return &RedLock{newGroup(true, locks)} }
+
+// redLockMemberTimeout bounds a RedLock member's attempt beyond its wait.
+const redLockMemberTimeout = 100 * time.Millisecond
+
+// group is what MultiLock and RedLock share.
+type group struct {
+	locks []Locker
+	red   bool
+	err   error
+}
+
+func newGroup(red bool, locks []Locker) group {
+	g := group{locks: append([]Locker(nil), locks...), red: red}
+	if len(locks) == 0 {
+		g.err = fmt.Errorf("%w: %s of no locks", ErrInvalidArgument, g.kind())
+	}
+	for i, l := range locks {
+		if l == nil {
+			g.err = fmt.Errorf("%w: %s member %d is nil", ErrInvalidArgument, g.kind(), i)
+			break
+		}
+	}
+	return g
+}
+
+func (g *group) kind() string {
+	if g.red {
+		return "RedLock"
+	}
+	return "MultiLock"
+}
+
+// failedLimit is how many members may fail (Redisson's failedLocksLimit).
+func (g *group) failedLimit() int {
+	if !g.red {
+		return 0
+	}
+	n := len(g.locks)
+	return n - (n/2 + 1)
+}
+
+// Name returns the members' names, joined by commas.
+func (g *group) Name() string {
+	names := make([]string, len(g.locks))
+	for i, l := range g.locks {
+		if l != nil {
+			names[i] = l.Name()
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// Lock takes the lock with watchdog leases on its members, trying again
+// (Redisson's lock(): attempts with a wait of 1.5s per member) until it
+// succeeds or ctx ends.
+func (g *group) Lock(ctx context.Context) error { return g.lock(ctx, 0) }
+
+// LockLease takes the lock like Lock, with a fixed lease: attempts wait a
+// random time in [lease/2, lease) (or [n*1.5s, lease) for a longer lease),
+// as Redisson's.
+func (g *group) LockLease(ctx context.Context, lease time.Duration) error {
+	if lease < time.Millisecond {
+		return fmt.Errorf("%w: %s LockLease: lease %v is below 1ms (use Lock for watchdog leases)", ErrInvalidArgument, g.kind(), lease)
+	}
+	return g.lock(ctx, lease)
+}
+
+func (g *group) lock(ctx context.Context, lease time.Duration) error {
+	if g.err != nil {
+		return g.err
+	}
+	base := time.Duration(len(g.locks)) * 1500 * time.Millisecond
+	for {
+		wait := base
+		if lease > 0 {
+			if lease <= base {
+				wait = lease/2 + rand.N(max(lease-lease/2, 1))
+			} else {
+				wait = base + rand.N(lease-base)
+			}
+		}
+		ok, err := g.TryLock(ctx, wait, lease)
+		if err != nil || ok {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// TryLock tries to take the lock within wait (wait <= 0: one attempt on
+// each member), with a fixed lease (lease <= 0: the members' watchdog
+// leases). It returns false, nil when the wait ran out (or, for a
+// RedLock with a lease, when the acquisition outlived the lease), and an
+// error wrapping ctx's when ctx ended first; members it took are released
+// before it returns false or an error.
+func (g *group) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	if g.err != nil {
+		return false, g.err
+	}
+	if lease > 0 && lease < time.Millisecond {
+		return false, fmt.Errorf("%w: %s TryLock: lease %v is below 1ms", ErrInvalidArgument, g.kind(), lease)
+	}
+	ctx = WithOwner(ctx, ownerOf(ctx)) // members run on other goroutines
+	n := len(g.locks)
+	memberLease := time.Duration(0) // the members' watchdog
+	if lease > 0 {
+		memberLease = lease
+		if wait > 0 {
+			memberLease = 2 * wait // the first members must outlive the wait for the last
+		}
+	}
+	memberWait := time.Duration(0) // a single attempt
+	if wait > 0 {
+		memberWait = wait
+		if g.red {
+			memberWait = max(wait/time.Duration(n), time.Millisecond)
+		}
+	}
+	start := time.Now()
+	for round := 0; ; round++ {
+		held, err := g.pass(ctx, start, wait, memberWait, memberLease)
+		if err != nil {
+			return false, err
+		}
+		if held == nil {
+			// Failed: with a wait, start again from the first member.
+			if wait <= 0 || time.Since(start) >= wait {
+				return false, nil
+			}
+			if err := sleepCtx(ctx, min(time.Duration(round+1)*time.Millisecond, wait-time.Since(start))); err != nil {
+				return false, err
+			}
+			continue
+		}
+		elapsed := time.Since(start)
+		if (wait > 0 && elapsed >= wait) || (g.red && memberLease > 0 && elapsed >= memberLease) {
+			// Out of time (Redisson's remainTime), or past the members'
+			// lease: the first members taken may have expired
+			// (Redlock's validity).
+			g.release(ctx, held)
+			return false, nil
+		}
+		if lease > 0 && memberLease != lease {
+			if held, err = g.expire(ctx, held, lease); err != nil {
+				return false, err
+			}
+			if held == nil {
+				if time.Since(start) >= wait {
+					return false, nil
+				}
+				continue
+			}
+		}
+		return true, nil
+	}
+}
+
+// pass is one pass of Redisson's loop over the members in order (contract
+// 5.4), with the members reached concurrently: every member not yet
+// decided gets one attempt at once, and the results are read in member
+// order as Redisson's loop would meet them. Where that loop would stop (a
+// failure with no budget left), the members taken after that point are
+// released, and that member is tried again, alone, with a wait (the
+// member's wait; for a single attempt, a few round trips): in Redisson's
+// loop it might have been free by then, since an owner that failed
+// earlier in the order releases what it took. Owners then take members
+// in the same order, and only an owner that holds every member before
+// the one it waits for waits, so two owners each holding a part never
+// wait for each other, and of owners racing for free members one wins
+// (Redisson's "exactly one"). It returns the members held, nil when the
+// pass failed (all released), or an error that ends the acquisition.
+func (g *group) pass(ctx context.Context, start time.Time, wait, memberWait, memberLease time.Duration) ([]Locker, error) {
+	n, limit := len(g.locks), g.failedLimit()
+	held := make([]bool, n)
+	budget := limit
+	for i := 0; i < n; {
+		t0 := time.Now()
+		oks, errs := g.attempt(ctx, g.locks[i:], 0, memberLease)
+		copy(held[i:], oks)
+		if err := ctx.Err(); err != nil {
+			return nil, g.failedAll(ctx, held, err)
+		}
+		if err := permanent(errs); err != nil {
+			return nil, g.failedAll(ctx, held, err)
+		}
+		stop, taken := -1, 0
+		for j := 0; j < i; j++ {
+			if held[j] {
+				taken++
+			}
+		}
+		for j := i; j < n && stop < 0; j++ {
+			switch {
+			case held[j]:
+				taken++
+			case n-taken == limit:
+				i = n // a quorum: Redisson stops here
+				stop = -2
+			case budget == 0:
+				stop = j
+			default:
+				budget--
+			}
+		}
+		if stop < 0 {
+			break // every member decided, within the budget
+		}
+		// Redisson's loop stops at member stop: what was taken after it
+		// would not have been reached.
+		var after []Locker
+		for j := stop + 1; j < n; j++ {
+			if held[j] {
+				after = append(after, g.locks[j])
+				held[j] = false
+			}
+		}
+		g.release(ctx, after)
+		mw := max(3*time.Since(t0), 20*time.Millisecond)
+		if wait > 0 {
+			remain := wait - time.Since(start)
+			if remain <= 0 {
+				return nil, g.failedAll(ctx, held, nil)
+			}
+			mw = min(memberWait, remain)
+		}
+		ok, err := g.try(ctx, g.locks[stop], mw, memberLease)
+		if err != nil && (ctx.Err() != nil || permanent([]error{err}) != nil) {
+			if ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			return nil, g.failedAll(ctx, held, err)
+		}
+		if !ok {
+			return nil, g.failedAll(ctx, held, nil)
+		}
+		held[stop] = true
+		i = stop + 1
+	}
+	var got []Locker
+	for j, h := range held {
+		if h {
+			got = append(got, g.locks[j])
+		}
+	}
+	return got, nil
+}
+
+// failedAll releases every member held and returns err.
+func (g *group) failedAll(ctx context.Context, held []bool, err error) error {
+	var got []Locker
+	for j, h := range held {
+		if h {
+			got = append(got, g.locks[j])
+		}
+	}
+	g.release(ctx, got)
+	return err
+}
+
+// attempt tries each of locks once, concurrently, and returns which were
+// taken and the errors of the others.
+func (g *group) attempt(ctx context.Context, locks []Locker, wait, lease time.Duration) (oks []bool, errs []error) {
+	oks = make([]bool, len(locks))
+	es := make([]error, len(locks))
+	eachOf(locks, func(i int, l Locker) { oks[i], es[i] = g.try(ctx, l, wait, lease) })
+	for i, l := range locks {
+		if es[i] != nil {
+			errs = append(errs, fmt.Errorf("%s member %q: %w", g.kind(), l.Name(), es[i]))
+		}
+	}
+	return oks, errs
+}
+
+// try is one member's TryLock. A RedLock bounds it: a master that does
+// not answer fails its member (Redlock's per-instance timeout) instead of
+// stalling the acquisition.
+func (g *group) try(ctx context.Context, l Locker, wait, lease time.Duration) (bool, error) {
+	if g.red {
+		grace := redLockMemberTimeout
+		if lease > 0 {
+			grace = min(grace, lease)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait+grace)
+		defer cancel()
+	}
+	return l.TryLock(ctx, wait, lease)
+}
+
+// each runs fn for every member, concurrently, and waits for them all.
+func (g *group) each(fn func(i int, l Locker)) { eachOf(g.locks, fn) }
+
+func eachOf(locks []Locker, fn func(i int, l Locker)) {
+	if len(locks) == 1 {
+		fn(0, locks[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for i, l := range locks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(i, l)
+		}()
+	}
+	wg.Wait()
+}
+
+// release unlocks members taken by an attempt that failed, whatever ctx.
+func (g *group) release(ctx context.Context, got []Locker) {
+	ctx = context.WithoutCancel(ctx)
+	eachOf(got, func(_ int, l Locker) { _ = l.Unlock(ctx) })
+}
+
+// leaser is implemented by this package's locks: the PEXPIRE a group
+// makes on its members after an acquisition with a lease.
+type leaser interface {
+	expire(ctx context.Context, lease time.Duration) (bool, error)
+}
+
+// expire sets every member's TTL to lease (Redisson's expire on each
+// member; a member of another type keeps its member lease) and returns
+// the members still held. A member it fails on is released: a MultiLock
+// then fails (all its members are released, and the error returned); a
+// RedLock goes on while a quorum is left, and otherwise releases all and
+// returns nil, nil (an attempt that failed).
+func (g *group) expire(ctx context.Context, got []Locker, lease time.Duration) ([]Locker, error) {
+	es := make([]error, len(got))
+	eachOf(got, func(i int, l Locker) {
+		if x, ok := l.(leaser); ok {
+			held, err := x.expire(ctx, lease)
+			if err == nil && !held {
+				err = fmt.Errorf("%w: %s member %q was lost before its lease was set", ErrLockLost, g.kind(), l.Name())
+			}
+			es[i] = err
+		}
+	})
+	var kept, lost []Locker
+	for i, l := range got {
+		if es[i] != nil {
+			lost = append(lost, l)
+		} else {
+			kept = append(kept, l)
+		}
+	}
+	if len(lost) == 0 {
+		return got, nil
+	}
+	if len(g.locks)-len(kept) > g.failedLimit() {
+		g.release(ctx, got)
+		if g.red {
+			return nil, nil // like a failed attempt: no quorum left
+		}
+		return nil, errors.Join(es...)
+	}
+	g.release(ctx, lost)
+	return kept, nil
+}
+
+// Unlock releases the owner's hold on the members. A MultiLock unlocks
+// them in order and stops at the first error, which it returns; a RedLock
+// unlocks all of them concurrently and returns an error only when none
+// was held (the members' errors joined).
+func (g *group) Unlock(ctx context.Context) error {
+	if g.err != nil {
+		return g.err
+	}
+	if !g.red {
+		for _, l := range g.locks {
+			if err := l.Unlock(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	ctx = WithOwner(ctx, ownerOf(ctx))
+	es := make([]error, len(g.locks))
+	g.each(func(i int, l Locker) {
+		// A master that does not answer must not stall the others'
+		// unlocks: an unlock it cannot settle in time is settled in the
+		// background (the member's renewal stops at once).
+		mctx, cancel := context.WithTimeout(ctx, redLockMemberTimeout)
+		defer cancel()
+		es[i] = l.Unlock(mctx)
+	})
+	for _, err := range es {
+		if err == nil {
+			return nil
+		}
+	}
+	return errors.Join(es...)
+}
+
+// IsHeld reports whether the owner holds every member (a RedLock: a
+// quorum of them).
+func (g *group) IsHeld(ctx context.Context) (bool, error) {
+	if g.err != nil {
+		return false, g.err
+	}
+	ctx = WithOwner(ctx, ownerOf(ctx))
+	held := make([]bool, len(g.locks))
+	es := make([]error, len(g.locks))
+	g.each(func(i int, l Locker) { held[i], es[i] = l.IsHeld(ctx) })
+	missing := 0
+	for i := range held {
+		if !held[i] {
+			missing++
+		}
+	}
+	if missing > g.failedLimit() {
+		if err := errors.Join(es...); err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// HoldContext returns a context that ends when the owner's hold ends: for
+// a MultiLock when any member's hold ends, for a RedLock when fewer than a
+// quorum of members remain held (its cause is the last member's). It
+// returns an error wrapping ErrNotHeld when the owner does not hold the
+// lock now.
+func (g *group) HoldContext(ctx context.Context) (context.Context, error) {
+	if g.err != nil {
+		return nil, g.err
+	}
+	hctx, cancel := context.WithCancelCause(ctx)
+	// Member contexts derive from hctx: ending it ends their watches.
+	mctx := WithOwner(hctx, ownerOf(ctx))
+	ctxs := make([]context.Context, len(g.locks))
+	es := make([]error, len(g.locks))
+	g.each(func(i int, l Locker) { ctxs[i], es[i] = l.HoldContext(mctx) })
+	limit := g.failedLimit()
+	failed := 0
+	for _, err := range es {
+		if err != nil {
+			failed++
+		}
+	}
+	if failed > limit {
+		cancel(ErrNotHeld)
+		if err := errors.Join(es...); err != nil && !errors.Is(err, ErrNotHeld) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %s %q: %d of %d members held", ErrNotHeld, g.kind(), g.Name(), len(g.locks)-failed, len(g.locks))
+	}
+	var ended atomic.Int32
+	ended.Store(int32(failed))
+	for _, c := range ctxs {
+		if c == nil {
+			continue
+		}
+		context.AfterFunc(c, func() {
+			if int(ended.Add(1)) > limit {
+				cancel(context.Cause(c))
+			}
+		})
+	}
+	// hctx ends with ctx, or with the members above; nothing else holds it.
+	context.AfterFunc(hctx, func() { cancel(nil) })
+	return hctx, nil
+}
+
+// permanent returns the first error no retry can cure (an invalid
+// argument or name, a non-reentrant re-acquire, a closed client).
+func permanent(errs []error) error {
+	for _, err := range errs {
+		if errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrInvalidName) || errors.Is(err, ErrAlreadyHeld) || errors.Is(err, ErrClosed) {
+			return err
+		}
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// expire is the PEXPIRE of a group member (see leaser). A read hold keeps
+// its member lease: its TTL lives in its timeout keys too.
+func (l *base) expire(ctx context.Context, lease time.Duration) (bool, error) {
+	if l.err != nil {
+		return false, l.err
+	}
+	if l.spec.Kind == kindRead {
+		return true, nil
+	}
+	return l.c.eng.Expire(ctx, l.spec, l.field(ctx), lease)
+}

@@ -1,0 +1,343 @@
+package rlock_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/internal/redistest"
+	"github.com/goredisson/locks/rlock"
+)
+
+// masters is n independent masters, each with a lock client per service
+// (services[s][i] is service s's client of master i) and a raw client.
+type masters struct {
+	srv      []*redistest.Server
+	raw      []rueidis.Client
+	services [][]*rlock.Client
+}
+
+func newMasters(t *testing.T, n, services int, opts ...rlock.Option) *masters {
+	t.Helper()
+	m := &masters{srv: redistest.Masters(t, n)}
+	for _, s := range m.srv {
+		rc, err := s.Client()
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		m.raw = append(m.raw, rc)
+	}
+	for range services {
+		var cs []*rlock.Client
+		for _, s := range m.srv {
+			rc, err := s.Client()
+			require.NoError(t, err)
+			c, err := rlock.New(rc, opts...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close(); rc.Close() })
+			cs = append(cs, c)
+		}
+		m.services = append(m.services, cs)
+	}
+	return m
+}
+
+// locks returns service s's member locks called name, one per master.
+func (m *masters) locks(s int, name string) []rlock.Locker {
+	var ls []rlock.Locker
+	for _, c := range m.services[s] {
+		ls = append(ls, c.Lock(name))
+	}
+	return ls
+}
+
+func (m *masters) pttl(t *testing.T, i int, key string) time.Duration {
+	t.Helper()
+	n, err := m.raw[i].Do(context.Background(), m.raw[i].B().Pttl().Key(key).Build()).AsInt64()
+	require.NoError(t, err)
+	return time.Duration(n) * time.Millisecond
+}
+
+// TestMultiLock is Redisson's RedissonMultiLockTest: lock and unlock over
+// three masters; of ten concurrent single attempts exactly one wins, at
+// once; a waiter gets it after the holder; a single member held elsewhere
+// keeps a MultiLock out and the attempt leaves nothing behind; a lease
+// ends up on every member.
+func TestMultiLock(t *testing.T) {
+	m := newMasters(t, 3, 2)
+	ctx := context.Background()
+	name := "multi"
+	ml := rlock.NewMultiLock(m.locks(0, name)...)
+	assert.Equal(t, "multi,multi,multi", ml.Name())
+	require.NoError(t, ml.LockLease(ctx, 10*time.Second))
+	held, err := ml.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held)
+	for i := range 3 {
+		assert.InDelta(t, float64(10*time.Second), float64(m.pttl(t, i, name)), float64(time.Second))
+	}
+	require.NoError(t, ml.Unlock(ctx))
+	held, err = ml.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.False(t, held)
+
+	// testWaitAndLeaseTimeouts: ten single attempts, exactly one wins.
+	var wins atomic.Int32
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			octx := rlock.WithOwner(ctx, int64(100+g))
+			ok, err := rlock.NewMultiLock(m.locks(g%2, name)...).TryLock(octx, 0, 10*time.Second)
+			assert.NoError(t, err)
+			if ok {
+				wins.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, int32(1), wins.Load())
+	assert.Less(t, time.Since(start), time.Second)
+	for i := range 3 {
+		_, err := m.services[0][i].Lock(name).ForceUnlock(ctx)
+		require.NoError(t, err)
+	}
+
+	// testMultiThreads: a waiter gets it once the holder unlocks.
+	holder := rlock.WithOwner(ctx, 1)
+	require.NoError(t, ml.Lock(holder))
+	got := make(chan error)
+	go func() {
+		other := rlock.NewMultiLock(m.locks(1, name)...)
+		err := other.Lock(ctx)
+		if err == nil {
+			err = other.Unlock(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the waiter is kept out meanwhile
+	select {
+	case err := <-got:
+		t.Fatalf("the waiter got in while the MultiLock was held: %v", err)
+	default:
+	}
+	require.NoError(t, ml.Unlock(holder))
+	require.NoError(t, <-got)
+
+	// One member held elsewhere keeps a MultiLock out; the members it took
+	// are released again.
+	require.NoError(t, m.services[1][1].Lock(name).Lock(ctx))
+	ok, err := ml.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	ok, err = ml.TryLock(ctx, 300*time.Millisecond, 0)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	for _, i := range []int{0, 2} {
+		assert.Equal(t, rlock.TTLNotLocked, m.pttl(t, i, name), "member %d left held", i)
+	}
+	require.NoError(t, m.services[1][1].Lock(name).Unlock(ctx))
+
+	// A wait and a lease: members are taken for twice the wait, then set
+	// to the lease.
+	ok, err = ml.TryLock(ctx, 5*time.Second, time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	for i := range 3 {
+		ttl := m.pttl(t, i, name)
+		assert.LessOrEqual(t, ttl, time.Second, "member %d", i)
+		assert.Greater(t, ttl, 500*time.Millisecond, "member %d", i)
+	}
+	hctx, err := ml.HoldContext(ctx)
+	require.NoError(t, err)
+	select {
+	case <-hctx.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatal("the MultiLock's hold context outlived the lease set on its members")
+	}
+	assert.ErrorIs(t, context.Cause(hctx), rlock.ErrLeaseExpired)
+	assert.ErrorIs(t, ml.Unlock(ctx), rlock.ErrNotHeld)
+
+	// Bad input.
+	_, err = rlock.NewMultiLock().TryLock(ctx, 0, 0)
+	assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
+	_, err = rlock.NewRedLock(nil).TryLock(ctx, 0, 0)
+	assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
+}
+
+// TestRedLock is Redisson's RedissonRedLockTest: a quorum of members
+// suffices, fewer fail; a master down still locks and unlocks; the hold
+// context ends below a quorum; an acquisition that outlived its lease is
+// not obtained.
+func TestRedLock(t *testing.T) {
+	// A short watchdog: a member's loss is noticed within a second.
+	m := newMasters(t, 3, 2, rlock.WithWatchdogTimeout(3*time.Second))
+	ctx := context.Background()
+	name := "red"
+	rl := rlock.NewRedLock(m.locks(0, name)...)
+	other := m.services[1]
+
+	// testLockSuccess2: one member held elsewhere, 2 of 3 is a quorum.
+	require.NoError(t, other[1].Lock(name).Lock(ctx))
+	ok, err := rl.TryLock(ctx, 500*time.Millisecond, 5*time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	held, err := rl.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held, "a quorum is held")
+	require.NoError(t, rl.Unlock(ctx))
+	// testLockFailed: two held elsewhere, 1 of 3 is not.
+	require.NoError(t, other[2].Lock(name).Lock(ctx))
+	ok, err = rl.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	assert.Equal(t, rlock.TTLNotLocked, m.pttl(t, 0, name), "the member taken is released")
+	ok, err = rl.TryLock(ctx, 300*time.Millisecond, 0)
+	require.NoError(t, err)
+	assert.False(t, ok)
+	require.NoError(t, other[1].Lock(name).Unlock(ctx))
+	require.NoError(t, other[2].Lock(name).Unlock(ctx))
+
+	// The hold context lives while a quorum is held.
+	require.NoError(t, rl.Lock(ctx))
+	hctx, err := rl.HoldContext(ctx)
+	require.NoError(t, err)
+	_, err = other[0].Lock(name).ForceUnlock(ctx)
+	require.NoError(t, err)
+	held, err = rl.IsHeld(ctx)
+	require.NoError(t, err)
+	require.True(t, held, "2 of 3 held")
+	assert.NoError(t, hctx.Err(), "2 of 3 is still a quorum")
+	_, err = other[1].Lock(name).ForceUnlock(ctx)
+	require.NoError(t, err)
+	// The loss is noticed by the member's watchdog at its next renewal.
+	select {
+	case <-hctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the RedLock's hold context outlived its quorum")
+	}
+	assert.ErrorIs(t, context.Cause(hctx), rlock.ErrLockLost)
+	require.NoError(t, rl.Unlock(ctx), "a RedLock unlocks what is left")
+
+	// Validity: a single attempt with a lease that took longer than the
+	// lease (a master busy for 400 ms) is not obtained, though a quorum
+	// answered.
+	busy := make(chan error, 1)
+	go func() {
+		// A script that keeps the master busy for 400 ms.
+		busy <- m.raw[2].Do(ctx, m.raw[2].B().Eval().Script(`local t = redis.call('TIME')
+local start = t[1] * 1000000 + t[2]
+while true do
+  local n = redis.call('TIME')
+  if n[1] * 1000000 + n[2] - start > 400000 then return 1 end
+end`).Numkeys(0).Build()).Error()
+	}()
+	time.Sleep(50 * time.Millisecond) // the script has started (no event to wait on)
+	start := time.Now()
+	ok, err = rl.TryLock(ctx, 0, 150*time.Millisecond)
+	require.NoError(t, err)
+	assert.False(t, ok, "taken after %v, past its lease", time.Since(start))
+	require.NoError(t, <-busy)
+	for i := range 3 {
+		assert.Equal(t, rlock.TTLNotLocked, m.pttl(t, i, name), "member %d released again", i)
+	}
+	// With a wait, the members' lease (twice the wait) covers the
+	// acquisition: waiting for a member held elsewhere is fine.
+	require.NoError(t, other[2].Lock(name).LockLease(ctx, 600*time.Millisecond))
+	ok, err = rlock.NewRedLock(m.locks(0, name)[2]).TryLock(ctx, 3*time.Second, 200*time.Millisecond)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.LessOrEqual(t, m.pttl(t, 2, name), 200*time.Millisecond)
+	require.NoError(t, rlock.NewRedLock(m.locks(0, name)[2]).Unlock(ctx))
+	// A MultiLock has no validity rule: the same wait succeeds.
+	require.NoError(t, other[2].Lock(name).LockLease(ctx, 600*time.Millisecond))
+	ml := rlock.NewMultiLock(m.locks(0, name)[2])
+	ok, err = ml.TryLock(ctx, 3*time.Second, 200*time.Millisecond)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	require.NoError(t, ml.Unlock(ctx))
+
+	// testConnectionFailed: a master down, the RedLock still locks and
+	// unlocks (2 of 3), without waiting for the dead master.
+	require.NoError(t, m.srv[2].Kill())
+	start = time.Now()
+	require.NoError(t, rl.Lock(ctx))
+	// The dead master's member is bounded: the quorum answers at once.
+	assert.Less(t, time.Since(start), 3*time.Second)
+	ok, err = rlock.NewRedLock(m.locks(1, name)...).TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "another owner got a quorum")
+	require.NoError(t, rl.Unlock(ctx))
+}
+
+// TestRedLockMasterRestart: counters under a RedLock over three masters,
+// from two services, while one master is killed and restarted empty: no
+// two holders overlap, and every attempt eventually succeeds.
+func TestRedLockMasterRestart(t *testing.T) {
+	m := newMasters(t, 3, 2, rlock.WithCommandTimeout(500*time.Millisecond))
+	ctx := context.Background()
+	name := "red-counter"
+	var inside, total atomic.Int32
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			octx := rlock.WithOwner(ctx, int64(g+1))
+			rl := rlock.NewRedLock(m.locks(g%2, name)...)
+			for range 15 {
+				// As Redisson's testTryLockLeasetime: try again on false.
+				for {
+					ok, err := rl.TryLock(octx, 4*time.Second, 2*time.Second)
+					if !assert.NoError(t, err) {
+						return
+					}
+					if ok {
+						break
+					}
+				}
+				assert.Equal(t, int32(1), inside.Add(1), "two RedLock holders at once")
+				time.Sleep(5 * time.Millisecond)
+				inside.Add(-1)
+				total.Add(1)
+				_ = rl.Unlock(octx)
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	reach := func(n int32) bool {
+		for total.Load() < n {
+			select {
+			case <-finished:
+				return false
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		return true
+	}
+	go func() {
+		defer close(stop)
+		if !reach(20) {
+			return
+		}
+		assert.NoError(t, m.srv[1].Kill())
+		if !reach(40) {
+			return
+		}
+		rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		assert.NoError(t, m.srv[1].Restart(rctx))
+	}()
+	wg.Wait()
+	close(finished)
+	<-stop
+	assert.Equal(t, int32(6*15), total.Load())
+}
