@@ -127,6 +127,7 @@ func (f *fixture) testFairKilledWaiter(t *testing.T) {
 		const wait = 2 * time.Second
 		if a.java() {
 			victim := startJVM(t, driver.Config{Version: f.version, RedisAddrs: []string{f.srv.Addr}})
+			t.Cleanup(func() { _ = victim.Kill() })
 			victim.Send("trylock", "T9", spec(kindFair, name), wait.Milliseconds(), -1)
 			f.waitQueued(t, name, 1)
 			require.NoError(t, victim.Kill())
@@ -171,5 +172,3 @@ func (f *fixture) testFairNonReentrant(t *testing.T) {
 		assert.Empty(t, hgetall(t, f.raw, name))
 	})
 }
-
-

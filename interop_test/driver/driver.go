@@ -133,6 +133,10 @@ type Config struct {
 	// Cluster selects Config.useClusterServers (sharded subscription mode left
 	// at the version's default) instead of useSingleServer.
 	Cluster bool
+	// Masters: RedisAddrs are independent masters, one RedissonClient each
+	// (for MultiLock and RedLock: names "multi@x" and "red@x" stand for a
+	// lock over getLock("x") of every client; other names use the first).
+	Masters bool
 	// WatchdogTimeout is Config.setLockWatchdogTimeout; 0 keeps Redisson's
 	// default (30s). Millisecond resolution.
 	WatchdogTimeout time.Duration
@@ -197,8 +201,8 @@ func Start(ctx context.Context, cfg Config) (*JVM, error) {
 	if cfg.Version == "" {
 		return nil, errors.New("driver.Start: Config.Version is empty")
 	}
-	if len(cfg.RedisAddrs) == 0 || (!cfg.Cluster && len(cfg.RedisAddrs) != 1) {
-		return nil, fmt.Errorf("driver.Start: need one Redis address (or several with Cluster), got %q", cfg.RedisAddrs)
+	if len(cfg.RedisAddrs) == 0 || (!cfg.Cluster && !cfg.Masters && len(cfg.RedisAddrs) != 1) {
+		return nil, fmt.Errorf("driver.Start: need one Redis address (or several with Cluster or Masters), got %q", cfg.RedisAddrs)
 	}
 	java, err := exec.LookPath("java")
 	if err != nil {
@@ -209,8 +213,11 @@ func Start(ctx context.Context, cfg Config) (*JVM, error) {
 	}
 
 	mode := "single"
-	if cfg.Cluster {
+	switch {
+	case cfg.Cluster:
 		mode = "cluster"
+	case cfg.Masters:
+		mode = "masters"
 	}
 	args := []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k"}
 	args = append(args, cfg.JVMArgs...)

@@ -82,7 +82,10 @@ import org.redisson.config.Config;
  * A name "KIND@name" selects another member of the family: read@ and write@
  * (getReadWriteLock(name).readLock()/writeLock()), fenced@ (getFencedLock),
  * spin@ (getSpinLock), nr@ (getNonReentrantLock, 4.4+), fair@ (getFairLock),
- * nrfair@ (getNonReentrantFairLock, 4.4+); a plain name is
+ * nrfair@ (getNonReentrantFairLock, 4.4+); in masters mode (one client per
+ * address) multi@ and red@ (a RedissonMultiLock / RedissonRedLock of
+ * getLock(name) on every client, in address order) and m<i>@ (getLock on
+ * the client of address i); a plain name is
  * getLock(name).
  *
  * End of stdin shuts down and exits 0 too. Logging goes to stderr only
@@ -94,6 +97,8 @@ public final class Driver {
 
     private static PrintStream protocolOut;
     private static RedissonClient client;
+    /** In masters mode: the clients of the other masters, in address order. */
+    private static final java.util.List<RedissonClient> others = new java.util.ArrayList<>();
     private static String clientId;
     private static String clientIdSource;
     private static final Map<String, Worker> workers = new HashMap<>(); // reader thread only
@@ -131,6 +136,8 @@ public final class Driver {
                 }
                 config.useSingleServer().setAddress(url(addrs[0]));
                 break;
+            case "masters":
+                break; // set up below
             case "cluster":
                 ClusterServersConfig cc = config.useClusterServers();
                 for (String a : addrs) {
@@ -138,10 +145,27 @@ public final class Driver {
                 }
                 break;
             default:
-                System.err.println("mode must be single or cluster, got " + mode);
+                System.err.println("mode must be single, cluster or masters, got " + mode);
                 System.exit(2);
         }
 
+        if (mode.equals("masters")) {
+            // One client per independent master; the first is the main one.
+            for (int i = 1; i < addrs.length; i++) {
+                Config c = new Config();
+                if (watchdogMs > 0) {
+                    c.setLockWatchdogTimeout(watchdogMs);
+                }
+                c.useSingleServer().setAddress(url(addrs[i]));
+                try {
+                    others.add(Redisson.create(c));
+                } catch (Throwable t) {
+                    System.err.println("driver: cannot start Redisson for " + addrs[i] + ": " + t);
+                    System.exit(1);
+                }
+            }
+            config.useSingleServer().setAddress(url(addrs[0]));
+        }
         try {
             client = Redisson.create(config);
         } catch (Throwable t) {
@@ -309,6 +333,10 @@ public final class Driver {
             return client.getLock(spec);
         }
         String kind = spec.substring(0, at), name = spec.substring(at + 1);
+        if (kind.matches("m[0-9]+")) { // masters mode: getLock(name) of client i
+            int i = Integer.parseInt(kind.substring(1));
+            return i == 0 ? client.getLock(name) : others.get(i - 1).getLock(name);
+        }
         switch (kind) {
             case "read":
                 return client.getReadWriteLock(name).readLock();
@@ -322,11 +350,25 @@ public final class Driver {
                 return byReflection("getNonReentrantLock", name);
             case "fair":
                 return client.getFairLock(name);
+            case "multi":
+                return new org.redisson.RedissonMultiLock(members(name));
+            case "red":
+                return new org.redisson.RedissonRedLock(members(name));
             case "nrfair":
                 return byReflection("getNonReentrantFairLock", name);
             default:
                 throw new IllegalArgumentException("unknown lock kind " + kind);
         }
+    }
+
+    /** getLock(name) of every client (masters mode), the main one first. */
+    private static RLock[] members(String name) {
+        RLock[] ls = new RLock[others.size() + 1];
+        ls[0] = client.getLock(name);
+        for (int i = 0; i < others.size(); i++) {
+            ls[i + 1] = others.get(i).getLock(name);
+        }
+        return ls;
     }
 
     /** A 4.4+ lock getter, not in the API the driver is compiled against. */
@@ -446,6 +488,13 @@ public final class Driver {
     // ---- version-dependent bits, all through reflection or public API ----
 
     private static void shutdown() {
+        for (RedissonClient c : others) {
+            try {
+                c.shutdown(0, 2, TimeUnit.SECONDS);
+            } catch (Throwable t) {
+                System.err.println("driver: shutdown: " + t);
+            }
+        }
         try {
             client.shutdown(0, 2, TimeUnit.SECONDS);
         } catch (Throwable t) {
