@@ -157,7 +157,10 @@ func (l *base) field(ctx context.Context) string {
 // the lost call from running later and tells whether it ran. If Redis does
 // not answer within the retry budget (or before ctx ends), Unlock returns an
 // error wrapping ErrUnresolved, renewal of the hold stops (as Redisson's)
-// and the outcome is settled in the background.
+// and the outcome is settled in the background. An Unlock that fails
+// without running (Redis refused it until the budget or ctx ran out) also
+// stops renewal, as Redisson's does whatever the result: the hold then runs
+// out with its lease, and its HoldContexts end with ErrLockLost.
 func (l *base) Unlock(ctx context.Context) error {
 	if l.err != nil {
 		return l.err

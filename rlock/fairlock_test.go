@@ -310,3 +310,39 @@ func TestFairLockContention(t *testing.T) {
 	assert.Empty(t, timeouts)
 	assert.Equal(t, int64(0), mustInt(t, e, "EXISTS", name))
 }
+
+// TestFairLockHeadTakesAndExpires: while the lock is free and another
+// waiter is first in line, a waiter looks again soon: when the first one
+// takes the lock with a short lease and lets it expire (no message), the
+// next gets it right after, not at the end of the first one's
+// reservation.
+func TestFairLockHeadTakesAndExpires(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := e.client(rlock.WithFairLockWaitTimeout(20 * time.Second))
+	name := "fair-head-expires"
+	l := c.FairLock(name)
+	holder := rlock.WithOwner(ctx, 1)
+	require.NoError(t, l.LockLease(holder, 300*time.Millisecond))
+	first := make(chan error)
+	go func() { first <- l.LockLease(rlock.WithOwner(ctx, 2), 300*time.Millisecond) }()
+	waitQueued(t, e, name, 1)
+	got := make(chan time.Time)
+	go func() {
+		octx := rlock.WithOwner(ctx, 3)
+		assert.NoError(t, l.Lock(octx))
+		got <- time.Now()
+		assert.NoError(t, l.Unlock(octx))
+	}()
+	waitQueued(t, e, name, 2)
+	require.NoError(t, <-first) // at the holder's expiry; it never unlocks
+	granted := time.Now()
+	at := <-got
+	// Its hold runs out 300 ms after the grant, unannounced; the next
+	// waiter polls, and does not sleep until the first one's reservation
+	// (20 s) ends.
+	assert.Less(t, at.Sub(granted), 1500*time.Millisecond, "the next waiter stalled")
+	assert.Greater(t, at.Sub(granted), 200*time.Millisecond, "the next waiter got in within the first one's lease")
+	q, _ := fairQueue(t, e, name)
+	assert.Empty(t, q)
+}

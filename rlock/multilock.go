@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,7 +90,7 @@ func newGroup(red bool, locks []Locker) group {
 		g.err = fmt.Errorf("%w: %s of no locks", ErrInvalidArgument, g.kind())
 	}
 	for i, l := range locks {
-		if l == nil {
+		if v := reflect.ValueOf(l); l == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
 			g.err = fmt.Errorf("%w: %s member %d is nil", ErrInvalidArgument, g.kind(), i)
 			break
 		}
@@ -181,7 +183,18 @@ func (g *group) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 	if lease > 0 {
 		memberLease = lease
 		if wait > 0 {
-			memberLease = 2 * wait // the first members must outlive the wait for the last
+			// The first members must outlive the wait for the last.
+			memberLease = 2 * min(wait, math.MaxInt64/2)
+		}
+	}
+	// A member whose TTL cannot be set afterwards (a read lock, a Locker
+	// of another package) is taken with the lease itself.
+	leases := make([]time.Duration, n)
+	fixed := false
+	for i, l := range g.locks {
+		leases[i] = memberLease
+		if memberLease != lease && !canExpire(l) {
+			leases[i], fixed = lease, true
 		}
 	}
 	memberWait := time.Duration(0) // a single attempt
@@ -193,7 +206,7 @@ func (g *group) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 	}
 	start := time.Now()
 	for round := 0; ; round++ {
-		held, err := g.pass(ctx, start, wait, memberWait, memberLease)
+		held, err := g.pass(ctx, start, wait, memberWait, leases)
 		if err != nil {
 			return false, err
 		}
@@ -208,10 +221,11 @@ func (g *group) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 			continue
 		}
 		elapsed := time.Since(start)
-		if (wait > 0 && elapsed >= wait) || (g.red && memberLease > 0 && elapsed >= memberLease) {
+		if (wait > 0 && elapsed >= wait) || (g.red && memberLease > 0 && elapsed >= memberLease) || (fixed && elapsed >= lease) {
 			// Out of time (Redisson's remainTime), or past the members'
 			// lease: the first members taken may have expired
-			// (Redlock's validity).
+			// (Redlock's validity; for any group, a member taken with
+			// the lease itself).
 			g.release(ctx, held)
 			return false, nil
 		}
@@ -244,13 +258,13 @@ func (g *group) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 // wait for each other, and of owners racing for free members one wins
 // (Redisson's "exactly one"). It returns the members held, nil when the
 // pass failed (all released), or an error that ends the acquisition.
-func (g *group) pass(ctx context.Context, start time.Time, wait, memberWait, memberLease time.Duration) ([]Locker, error) {
+func (g *group) pass(ctx context.Context, start time.Time, wait, memberWait time.Duration, leases []time.Duration) ([]Locker, error) {
 	n, limit := len(g.locks), g.failedLimit()
 	held := make([]bool, n)
 	budget := limit
 	for i := 0; i < n; {
 		t0 := time.Now()
-		oks, errs := g.attempt(ctx, g.locks[i:], 0, memberLease)
+		oks, errs := g.attempt(ctx, g.locks[i:], 0, leases[i:])
 		copy(held[i:], oks)
 		if err := ctx.Err(); err != nil {
 			return nil, g.failedAll(ctx, held, err)
@@ -298,7 +312,7 @@ func (g *group) pass(ctx context.Context, start time.Time, wait, memberWait, mem
 			}
 			mw = min(memberWait, remain)
 		}
-		ok, err := g.try(ctx, g.locks[stop], mw, memberLease)
+		ok, err := g.try(ctx, g.locks[stop], mw, leases[stop])
 		if err != nil && (ctx.Err() != nil || permanent([]error{err}) != nil) {
 			if ctx.Err() != nil {
 				err = ctx.Err()
@@ -334,10 +348,10 @@ func (g *group) failedAll(ctx context.Context, held []bool, err error) error {
 
 // attempt tries each of locks once, concurrently, and returns which were
 // taken and the errors of the others.
-func (g *group) attempt(ctx context.Context, locks []Locker, wait, lease time.Duration) (oks []bool, errs []error) {
+func (g *group) attempt(ctx context.Context, locks []Locker, wait time.Duration, leases []time.Duration) (oks []bool, errs []error) {
 	oks = make([]bool, len(locks))
 	es := make([]error, len(locks))
-	eachOf(locks, func(i int, l Locker) { oks[i], es[i] = g.try(ctx, l, wait, lease) })
+	eachOf(locks, func(i int, l Locker) { oks[i], es[i] = g.try(ctx, l, wait, leases[i]) })
 	for i, l := range locks {
 		if es[i] != nil {
 			errs = append(errs, fmt.Errorf("%s member %q: %w", g.kind(), l.Name(), es[i]))
@@ -390,11 +404,18 @@ func (g *group) release(ctx context.Context, got []Locker) {
 // leaser is implemented by this package's locks: the PEXPIRE a group
 // makes on its members after an acquisition with a lease.
 type leaser interface {
+	canExpire() bool
 	expire(ctx context.Context, lease time.Duration) (bool, error)
 }
 
+func canExpire(l Locker) bool {
+	x, ok := l.(leaser)
+	return ok && x.canExpire()
+}
+
 // expire sets every member's TTL to lease (Redisson's expire on each
-// member; a member of another type keeps its member lease) and returns
+// member; a member that cannot be, taken with lease itself, is left) and
+// returns
 // the members still held. A member it fails on is released: a MultiLock
 // then fails (all its members are released, and the error returned); a
 // RedLock goes on while a quorum is left, and otherwise releases all and
@@ -402,7 +423,7 @@ type leaser interface {
 func (g *group) expire(ctx context.Context, got []Locker, lease time.Duration) ([]Locker, error) {
 	es := make([]error, len(got))
 	eachOf(got, func(i int, l Locker) {
-		if x, ok := l.(leaser); ok {
+		if x, ok := l.(leaser); ok && x.canExpire() {
 			held, err := x.expire(ctx, lease)
 			if err == nil && !held {
 				err = fmt.Errorf("%w: %s member %q was lost before its lease was set", ErrLockLost, g.kind(), l.Name())
@@ -562,14 +583,15 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// expire is the PEXPIRE of a group member (see leaser). A read hold keeps
-// its member lease: its TTL lives in its timeout keys too.
+// canExpire reports whether a group can set this lock's TTL after taking
+// it: not a read hold's, whose TTL lives in its timeout keys too (a group
+// takes a read member with its lease itself).
+func (l *base) canExpire() bool { return l.err == nil && l.spec.Kind != kindRead }
+
+// expire is the PEXPIRE of a group member (see leaser).
 func (l *base) expire(ctx context.Context, lease time.Duration) (bool, error) {
 	if l.err != nil {
 		return false, l.err
-	}
-	if l.spec.Kind == kindRead {
-		return true, nil
 	}
 	return l.c.eng.Expire(ctx, l.spec, l.field(ctx), lease)
 }

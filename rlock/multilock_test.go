@@ -341,3 +341,27 @@ func TestRedLockMasterRestart(t *testing.T) {
 	<-stop
 	assert.Equal(t, int32(6*15), total.Load())
 }
+
+// TestGroupReviewRegressions: a read member of a MultiLock keeps the
+// lease asked for (it is taken with it, since its TTL cannot be set
+// afterwards); a typed nil member is invalid input, not a panic.
+func TestGroupReviewRegressions(t *testing.T) {
+	m := newMasters(t, 2, 2)
+	ctx := context.Background()
+	name := "group-review"
+	rw := m.services[0][0].ReadWriteLock(name)
+	ml := rlock.NewMultiLock(rw.ReadLock(), m.services[0][1].Lock(name))
+	ok, err := ml.TryLock(ctx, 200*time.Millisecond, 3*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Greater(t, m.pttl(t, 0, name), 2*time.Second, "the read member keeps the lease")
+	ok, err = m.services[1][0].ReadWriteLock(name).WriteLock().TryLock(ctx, 1200*time.Millisecond, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "a writer got in within the MultiLock's lease")
+	require.NoError(t, ml.Unlock(ctx))
+
+	var nilLock *rlock.FairLock
+	_, err = rlock.NewMultiLock(nilLock).TryLock(ctx, 0, 0)
+	assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
+	assert.ErrorIs(t, rlock.NewRedLock(m.services[0][0].Lock(name), nilLock).Unlock(ctx), rlock.ErrInvalidArgument)
+}

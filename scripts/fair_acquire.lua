@@ -23,8 +23,9 @@
 --   0       fenced: the fence key exists (see fence.lua), nothing was done
 --   r < 0   not acquired; wait at most -2 - r ms before trying again (-1:
 --           until a message): the lock's PTTL while it is held, otherwise
---           the time left of the head waiter's reservation (the stale
---           cleanup drops the head then). With "q", ARGV[2] is now queued.
+--           (free, another waiter first in line) at most 100 ms, or until
+--           the head's reservation ends if sooner. With "q", ARGV[2] is
+--           now queued.
 --   {c}     refused: ARGV[2]'s count is c, not ARGV[3]; nothing was done
 --           but marking the fence key "s", so that fence.lua can tell
 --   HELD    (status) non-reentrant and ARGV[2] holds it: nothing was done
@@ -88,13 +89,15 @@ if ARGV[7] == 'q' and not redis.call('zscore', KEYS[3], ARGV[2]) then
 end
 local pttl = redis.call('pttl', KEYS[1])
 if pttl == -2 then
-    -- Free, but another waiter is first in line: until its reservation ends.
+    -- Free, but another waiter is first in line: it takes the lock at
+    -- once (no message follows), or it is gone and the cleanup drops it
+    -- when its reservation ends. Look again soon (Redisson's waiter polls
+    -- at once).
     local head = redis.call('lindex', KEYS[2], 0)
     local t = head and redis.call('zscore', KEYS[3], head)
+    pttl = 100
     if t then
-        pttl = math.max(1, tonumber(t) - now)
-    else
-        pttl = math.max(1, wait)
+        pttl = math.max(1, math.min(100, tonumber(t) - now))
     end
 end
 return -2 - pttl

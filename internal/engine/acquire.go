@@ -38,23 +38,18 @@ func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, 
 	if first.IsZero() || first.Before(start.Add(e.Budget)) {
 		first = start.Add(e.Budget)
 	}
+	var queued bool // a queueing attempt may have run
 	if s.Cancel != nil && wait != 0 {
 		// A fair waiter that leaves without the lock leaves the queue
-		// first (whatever ended its wait).
+		// first (whatever ended its wait). After a lost reply the
+		// background settling of the attempt does it (see try).
 		defer func() {
-			switch {
-			case ok || errors.Is(err, ErrAlreadyHeld) || errors.Is(err, hold.ErrClosed):
-			case errors.Is(err, ErrUnresolved):
-				// The owner's slot is settling the lost acquire: leave
-				// the queue after it, in the background.
-				e.bg.Add(1)
-				go func() { defer e.bg.Done(); e.cancelWait(ctx, s, field, wait) }()
-			default:
+			if queued && !ok && !errors.Is(err, ErrAlreadyHeld) && !errors.Is(err, hold.ErrClosed) && !errors.Is(err, ErrUnresolved) {
 				e.cancelWait(ctx, s, field, wait)
 			}
 		}()
 	}
-	ttl, token, ok, err := e.try(ctx, s, field, lease, wait, first)
+	ttl, token, ok, err := e.try(ctx, s, field, lease, wait, first, &queued)
 	if ok || err != nil {
 		return token, ok, err
 	}
@@ -96,7 +91,7 @@ func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, 
 	defer sub.Release()
 
 	for {
-		ttl, token, ok, err = e.try(ctx, s, field, lease, wait, end)
+		ttl, token, ok, err = e.try(ctx, s, field, lease, wait, end, &queued)
 		if ok || err != nil {
 			return token, ok, err
 		}
@@ -149,7 +144,7 @@ func (e *Engine) spin(ctx context.Context, s *Spec, field string, lease time.Dur
 			t.Stop()
 			return 0, false, hold.ErrClosed
 		}
-		_, token, ok, err := e.try(ctx, s, field, lease, -1, end)
+		_, token, ok, err := e.try(ctx, s, field, lease, -1, end, nil)
 		if ok || err != nil {
 			return token, ok, err
 		}
@@ -165,7 +160,10 @@ func (e *Engine) spin(ctx context.Context, s *Spec, field string, lease time.Dur
 // acquisition that no replica acknowledged is released and tried again (as
 // Redisson), and one that raced the end of ctx is undone. It returns the
 // holder's TTL (-1: none) when another owner holds the lock.
-func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait time.Duration, end time.Time) (ttl time.Duration, token int64, ok bool, err error) {
+//
+// queued (when not nil) is set when a queueing attempt of a fair lock (wait
+// != 0) may have run: the caller must then leave the queue if it gives up.
+func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait time.Duration, end time.Time, queued *bool) (ttl time.Duration, token int64, ok bool, err error) {
 	t := e.Table
 	h, err := t.Use(ctx, hold.Key{Kind: s.Kind, Name: s.Name, Field: field})
 	if err != nil {
@@ -202,6 +200,9 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 		if err != nil || out.Fenced {
 			h.BurnFence()
 		}
+		if queued != nil && (err == nil || errors.Is(err, ErrUnresolved)) {
+			*queued = true
+		}
 		if errors.Is(err, ErrUnresolved) && time.Now().Before(deadline) && ctx.Err() == nil {
 			// A waiter keeps settling while its wait lasts.
 			if o, serr := e.settle(ctx, deadline, call, ctx.Done()); serr == nil {
@@ -213,7 +214,14 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 			e.Later(h, call, func(o Outcome) bool {
 				if n, ran := settledAcquire(t, h, before, o); ran && t.Acquired(h, n, lease, sent, o.Recv) {
 					// It ran, for a caller that has gone: undo it.
-					return e.undo(s, h)
+					if e.undo(s, h) {
+						return true
+					}
+				}
+				if s.Cancel != nil && wait != 0 {
+					// A fair waiter gone: leave the queue, still in the
+					// owner's slot (it cannot queue again meanwhile).
+					e.leaveQueue(s, h, field, wait)
 				}
 				return false
 			})

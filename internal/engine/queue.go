@@ -10,7 +10,8 @@ import (
 
 // cancelWait leaves a fair lock's wait queue (s.Cancel, contract 3.5) for
 // a wait of field that ended without the lock, whatever ended it: it is
-// not bounded by ctx (which may have ended) but by the budget and Close.
+// not bounded by ctx (which may have ended) but by a command timeout, and
+// then goes on in the background, within the budget and until Close.
 // The call is idempotent while the owner does not queue again, and the
 // owner's operation slot, held throughout, keeps it from queueing again:
 // a lost reply is fenced (so the lost call can no longer run) and the call
@@ -25,23 +26,50 @@ func (e *Engine) cancelWait(ctx context.Context, s *Spec, field string, wait tim
 	if err != nil {
 		return
 	}
-	if c := e.sendCancel(context.WithoutCancel(ctx), s, h, field, wait, time.Now().Add(e.Budget)); c != nil {
-		e.Later(h, c, func(Outcome) bool {
-			// Fenced: the lost call ran or never will. Send it again.
-			e.sendCancel(e.bgCtx, s, h, field, wait, time.Now().Add(e.Budget))
-			return false
-		})
+	// One command timeout in the caller's time (Redis answers at once
+	// when it is up); then the budget in the background.
+	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), min(e.Budget, e.X.Timeout))
+	defer scancel()
+	done, lost := e.sendCancel(sctx, s, h, field, wait)
+	if done {
+		e.Table.Done(h)
 		return
 	}
-	e.Table.Done(h)
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		defer e.Table.Done(h)
+		if lost != nil {
+			if _, err := e.settle(e.bgCtx, time.Now().Add(e.Budget), lost, nil); err != nil {
+				e.X.Log.Warn("rlock: leaving a fair lock's queue: outcome unknown; the entry, if any, is dropped when its reservation ends", "lock", s.Name, "err", err)
+				return
+			}
+		}
+		e.leaveQueue(s, h, field, wait)
+	}()
 }
 
-// sendCancel sends the cancel call until it has run, fencing and resending
-// after a lost reply. It returns the last call when its outcome is still
-// unknown at deadline (nil otherwise: done, or failed for good).
-func (e *Engine) sendCancel(ctx context.Context, s *Spec, h *hold.Hold, field string, wait time.Duration, deadline time.Time) *Call {
+// leaveQueue is sendCancel in the background, within the budget, for a
+// caller holding h's slot.
+func (e *Engine) leaveQueue(s *Spec, h *hold.Hold, field string, wait time.Duration) {
+	bctx, cancel := context.WithTimeout(e.bgCtx, e.Budget)
+	defer cancel()
+	if done, _ := e.sendCancel(bctx, s, h, field, wait); !done && !e.Closed() {
+		e.X.Log.Warn("rlock: leaving a fair lock's queue failed; the entry, if any, is dropped when its reservation ends", "lock", s.Name)
+	}
+}
+
+// sendCancel sends the cancel call until it has run (done), fencing and
+// resending after a lost reply, while ctx lives. lost is the last call when
+// its outcome is unknown (its reply was lost and the fence did not get
+// through before ctx ended).
+func (e *Engine) sendCancel(ctx context.Context, s *Spec, h *hold.Hold, field string, wait time.Duration) (done bool, lost *Call) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(e.Budget)
+	}
 	for {
-		call := &Call{Script: s.Cancel, Name: s.Name, Field: field}
+		call := &Call{Script: s.Cancel, Name: s.Name, Field: field, Stop: ctx.Done()}
 		call.Keys = s.CancelKeys(call.keys[:0], h.Fence(NewFence))
 		call.Args = s.CancelArgs(call.args[:0], field, wait)
 		out, err := e.Exactly(ctx, deadline, call)
@@ -50,19 +78,16 @@ func (e *Engine) sendCancel(ctx context.Context, s *Spec, h *hold.Hold, field st
 		}
 		switch {
 		case err == nil && out.Fenced:
-			if time.Now().After(deadline) {
-				return nil
+			if ctx.Err() != nil {
+				return false, nil
 			}
 			continue // the lost call ran or never will: send it again
 		case err == nil:
-			return nil
+			return true, nil
 		case errors.Is(err, ErrUnresolved):
-			return call
+			return false, call
 		default:
-			if !e.Closed() {
-				e.X.Log.Warn("rlock: leaving a fair lock's queue failed; the entry is dropped when its reservation ends", "lock", s.Name, "err", err)
-			}
-			return nil
+			return false, nil // refused until ctx ended, or failed for good
 		}
 	}
 }

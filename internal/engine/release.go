@@ -141,6 +141,12 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			return 0, fmt.Errorf("rlock: %q: unlock: %w", s.Name, err), true
 		}
 		if err != nil {
+			// It did not run (refused until the budget or ctx ran out, or
+			// failed for good). As Redisson, renewal stops whatever the
+			// unlock's result: the hold runs out with its lease.
+			if before > 0 {
+				t.Abandon(h, fmt.Errorf("%w: %q: an unlock failed, renewal stopped: %w", hold.ErrLockLost, s.Name, err))
+			}
 			return 0, fmt.Errorf("rlock: %q: unlock: %w", s.Name, err), false
 		}
 		if out.Fenced {
