@@ -21,13 +21,18 @@
 // [Client.FencedLock] its getFencedLock (every grant gets a larger token,
 // for resources that check it); [Client.SpinLock] its getSpinLock (no
 // pub/sub: waiters poll with a back-off); [Client.NonReentrantLock] its
-// getNonReentrantLock (a re-acquire fails with [ErrAlreadyHeld]). All of
-// them implement [Locker] and run on one engine: the same exact outcomes,
-// hold table, watchdog and pub/sub hub.
+// getNonReentrantLock (a re-acquire fails with [ErrAlreadyHeld]);
+// [Client.FairLock] and [Client.NonReentrantFairLock] its getFairLock and
+// getNonReentrantFairLock (first come, first served, with per-waiter
+// wake-ups). All of them implement [Locker] and run on one engine: the same
+// exact outcomes, hold table, watchdog and pub/sub hub. [NewMultiLock] and
+// [NewRedLock] combine Lockers of any kind and Client (RedLock: the Redlock
+// algorithm over independent masters, with its caveats; prefer a Lock with
+// replica sync, or a FencedLock).
 //
-// No lock here is fair: a waiter that came later may get the lock first
-// (a stream of readers can keep a writer waiting). A waiter is woken by the
-// unlock message and, if that is lost, by the holder's TTL.
+// No lock here is fair except [FairLock]: a waiter that came later may get
+// the lock first (a stream of readers can keep a writer waiting). A waiter
+// is woken by the unlock message and, if that is lost, by the holder's TTL.
 //
 // # Wire format
 //

@@ -168,3 +168,62 @@ func ExampleNonReentrantLock() {
 		fmt.Println("already held by this owner")
 	}
 }
+
+func ExampleFairLock() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	// redisson.getFairLock("printer"): waiters, in Go or Java, get it in
+	// the order they asked.
+	l := locks.FairLock("printer")
+	ok, err := l.TryLock(ctx, 10*time.Second, 0) // leaves the queue if the wait ends
+	if err != nil {
+		log.Fatal(err)
+	}
+	if ok {
+		defer l.Unlock(ctx) // wakes the next in line, only it
+	}
+}
+
+func ExampleNewMultiLock() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	// Both accounts or neither (new RedissonMultiLock(a, b) in Java).
+	both := rlock.NewMultiLock(locks.Lock("account:1"), locks.Lock("account:2"))
+	if err := both.LockLease(ctx, 10*time.Second); err != nil {
+		log.Fatal(err)
+	}
+	defer both.Unlock(ctx)
+}
+
+func ExampleNewRedLock() {
+	ctx := context.Background()
+	// One Client per independent master.
+	var members []rlock.Locker
+	for _, addr := range []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"} {
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		c, err := rlock.New(rc)
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer c.Close()
+		members = append(members, c.Lock("job:reindex"))
+	}
+	rl := rlock.NewRedLock(members...)
+	ok, err := rl.TryLock(ctx, time.Second, 30*time.Second) // a majority within 1s
+	if err != nil {
+		log.Fatal(err)
+	}
+	if !ok {
+		return
+	}
+	defer rl.Unlock(ctx)
+	hold, _ := rl.HoldContext(ctx) // ends when fewer than a majority remain held
+	_ = hold
+}

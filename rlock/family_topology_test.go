@@ -27,6 +27,7 @@ func familyLockers(c *rlock.Client, name string) map[string]interface {
 	}{
 		"read": rw.ReadLock(), "write": rw.WriteLock(), "fenced": c.FencedLock(name),
 		"spin": c.SpinLock(name), "nonreentrant": c.NonReentrantLock(name),
+		"fair": c.FairLock(name), "nonreentrantfair": c.NonReentrantFairLock(name),
 	}
 }
 
@@ -123,6 +124,79 @@ func TestClusterFamily(t *testing.T) {
 			t.Fatal("the writer was not woken")
 		}
 		require.NoError(t, a.ReadWriteLock(name).WriteLock().Unlock(rlock.WithOwner(ctx, 1)))
+	})
+
+	t.Run("fair hand-off with sharded per-waiter wake-ups", func(t *testing.T) {
+		a := topoClient(t, clusterRC(t, cl))
+		b := topoClient(t, clusterRC(t, cl))
+		raw := clusterRC(t, cl)
+		for _, name := range []string{"fair-cluster", "{acct7}:fair"} {
+			holder := rlock.WithOwner(ctx, 1)
+			require.NoError(t, a.FairLock(name).Lock(holder))
+			var order []int
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for i := range 4 {
+				c := []*rlock.Client{a, b}[i%2]
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					octx := rlock.WithOwner(ctx, int64(10+i))
+					if !assert.NoError(t, c.FairLock(name).Lock(octx)) {
+						return
+					}
+					mu.Lock()
+					order = append(order, i)
+					mu.Unlock()
+					assert.NoError(t, c.FairLock(name).Unlock(octx))
+				}()
+				require.Eventually(t, func() bool {
+					n, err := raw.Do(ctx, raw.B().Llen().Key(rlock.FairQueueName(name)).Build()).AsInt64()
+					return err == nil && n == int64(i+1)
+				}, 10*time.Second, time.Millisecond)
+				field := c.ID() + ":" + strconv.Itoa(10+i)
+				require.Eventually(t, func() bool {
+					v, err := raw.Do(ctx, raw.B().PubsubShardnumsub().Channel(rlock.ChannelName(name)+":"+field).Build()).ToArray()
+					if err != nil || len(v) != 2 {
+						return false
+					}
+					n, _ := v[1].AsInt64()
+					return n == 1
+				}, 10*time.Second, time.Millisecond, "a sharded subscription to the waiter's own channel")
+			}
+			start := time.Now()
+			require.NoError(t, a.FairLock(name).Unlock(holder))
+			wg.Wait()
+			assert.Equal(t, []int{0, 1, 2, 3}, order, "%s: FIFO", name)
+			assert.Less(t, time.Since(start), 5*time.Second, "woken by messages, not TTLs")
+		}
+	})
+
+	t.Run("MultiLock over names in different slots", func(t *testing.T) {
+		a := topoClient(t, clusterRC(t, cl))
+		b := topoClient(t, clusterRC(t, cl))
+		names := []string{"ml-a", "ml-b", "{ml}:c"}
+		group := func(c *rlock.Client) *rlock.MultiLock {
+			var ls []rlock.Locker
+			for _, n := range names {
+				ls = append(ls, c.Lock(n))
+			}
+			return rlock.NewMultiLock(ls...)
+		}
+		require.NoError(t, group(a).LockLease(ctx, 5*time.Second))
+		ok, err := group(b).TryLock(ctx, 200*time.Millisecond, 0)
+		require.NoError(t, err)
+		assert.False(t, ok)
+		for _, n := range names {
+			ok, err := b.Lock(n).TryLock(ctx, 0, 0)
+			require.NoError(t, err)
+			assert.False(t, ok, "%s", n)
+		}
+		require.NoError(t, group(a).Unlock(ctx))
+		ok, err = group(b).TryLock(ctx, 0, 0)
+		require.NoError(t, err)
+		assert.True(t, ok)
+		require.NoError(t, group(b).Unlock(ctx))
 	})
 
 	t.Run("read and write renewals across slots", func(t *testing.T) {
