@@ -75,6 +75,7 @@ var Settings = map[string]string{
 	"redsync":      "redsync/v4 " + redsyncVersion + ", one goredis/v9 pool on go-redis v9.23.0 defaults; NewMutex defaults (expiry 8s, 32 tries, retry delay rand[50ms,250ms)); ErrFailed retried",
 	"rlock-read":   "rlock ReadWriteLock(name).ReadLock(), defaults as rlock",
 	"rlock-fenced": "rlock FencedLock(name), defaults as rlock",
+	"rlock-fair":   "rlock FairLock(name), defaults as rlock (fair wait timeout 5 min)",
 	"limit-read":   "scripts.ReadAcquire/ReadUnlock Exec straight on rueidis (one attempt, no settling)",
 	"limit-fenced": "scripts.Acquire/Unlock with the token key, Exec straight on rueidis (a fresh fence per grant, no settling)",
 	"rueidislock":  "rueidislock (rueidis v1.0.79): KeyMajority 1, NoLoopTracking (Redis ≥ 7.0.5, as its README advises), client-side caching on; KeyValidity 5s default (3s in S3, extends every validity/2)",
@@ -106,7 +107,7 @@ func New(name string, cfg Config) (Contender, error) {
 		return newRedsync(cfg)
 	case "rueidislock":
 		return newRueidisLock(cfg)
-	case "rlock-read", "rlock-fenced":
+	case "rlock-read", "rlock-fenced", "rlock-fair":
 		c, err := newRlock(cfg)
 		if err != nil {
 			return nil, err
@@ -162,6 +163,8 @@ func (c *rlockC) NewMutex(name string, owner int64) Mutex {
 		return &rlockM{l: c.c.ReadWriteLock(name).ReadLock(), owner: owner}
 	case "fenced":
 		return &rlockM{l: c.c.FencedLock(name), owner: owner}
+	case "fair":
+		return &rlockM{l: c.c.FairLock(name), owner: owner}
 	}
 	return &rlockM{l: c.c.Lock(name), owner: owner}
 }

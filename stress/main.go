@@ -65,6 +65,8 @@ type Config struct {
 	Unsafe     bool          // skip locking (the check must then fail)
 	Faults     float64       // chance that a worker's script call gets an injected fault
 	RW         bool          // read-write locks: three reads to one write
+	Fair       bool          // fair locks: waiters must be served in the order they called
+	FairWait   time.Duration // the fair locks' wait timeout (reservation per waiter); 0: 3s
 	Seed       uint64        // 0: random
 	KeepDir    bool          // keep the workers' records (and print where)
 
@@ -82,6 +84,12 @@ func (c *Config) defaults() error {
 	if c.Duration <= 0 || c.Watchdog < 3*time.Millisecond || c.Lease < time.Millisecond || c.KillEvery < 0 || c.MaxHold < 0 {
 		return errors.New("--duration, --watchdog and --lease must be positive, --kill-every and --max-hold not negative")
 	}
+	if c.Fair && c.RW {
+		return errors.New("--fair and --rw cannot be combined")
+	}
+	if c.Fair && c.FairWait <= 0 {
+		c.FairWait = 3 * time.Second
+	}
 	if c.Seed == 0 {
 		c.Seed = mrand.Uint64()
 	}
@@ -96,6 +104,13 @@ func (c *Config) defaults() error {
 		c.Stderr = os.Stderr
 	}
 	return nil
+}
+
+func fairWaitMs(c Config) int64 {
+	if !c.Fair {
+		return 0
+	}
+	return max(1, c.FairWait.Milliseconds())
 }
 
 // Report is the outcome of a run.
@@ -124,6 +139,8 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.Unsafe, "unsafe", false, "do not lock (the check must report violations)")
 	fs.Float64Var(&c.Faults, "faults", 0, "chance (0-1) that a script call gets an injected fault: dropped, reply lost, late, BUSY, TRYAGAIN, LOADING")
 	fs.BoolVar(&c.RW, "rw", false, "use read-write locks (three reads to one write): readers may share, never with a writer")
+	fs.BoolVar(&c.Fair, "fair", false, "use fair locks: also check that waiters are served in the order they called (FIFO)")
+	fs.DurationVar(&c.FairWait, "fair-wait", 3*time.Second, "the fair locks' wait timeout (how long a dead waiter can hold up the line)")
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: random)")
 	fs.BoolVar(&c.KeepDir, "keep", false, "keep the workers' record files and print their directory")
 	if err := fs.Parse(args); err != nil {
@@ -155,6 +172,9 @@ func (r *Report) Print(w io.Writer) {
 	if c.RW {
 		mode = "read-write locks, 3 reads : 1 write, watchdog and fixed leases"
 	}
+	if c.Fair {
+		mode = fmt.Sprintf("fair locks (wait timeout %v), Lock (watchdog) and LockLease", c.FairWait)
+	}
 	if c.Faults > 0 {
 		mode += fmt.Sprintf(", faults on %.0f%% of script calls", 100*c.Faults)
 	}
@@ -178,6 +198,14 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if c.RW {
 		fmt.Fprintf(w, "read sections: %d; reader overlaps (allowed): %d\n", r.Reads, r.ReadOverlaps)
+	}
+	if c.Fair {
+		fmt.Fprintf(w, "FIFO: %d grants served before a call that began %v or more later, as FIFO requires; out of order: %d (explained: %d)",
+			r.FIFOHonoured, fifoSlack, r.FIFOViolations+r.FIFOExplained, r.FIFOExplained)
+		if c.Faults > 0 {
+			fmt.Fprintf(w, " (with injected faults, a refused queueing call may arrive late: reordering is reported, not failed)")
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "violations: %d\n", r.Violations)
 	fmt.Fprintf(w, "errors: acquire %d, unlock %d, worker %d\n", r.AcquireErrors, r.UnlockErrors, r.WorkerErrors)
@@ -256,7 +284,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			Addr: addr, Names: names, Goroutines: cfg.Goroutines,
 			WatchdogMs: cfg.Watchdog.Milliseconds(), LeaseMs: cfg.Lease.Milliseconds(),
 			MaxHoldUs: cfg.MaxHold.Microseconds(), Unsafe: cfg.Unsafe, Faults: cfg.Faults, RW: cfg.RW, Out: w.Out,
-			Seed: cfg.Seed ^ uint64(slot)<<32 ^ uint64(gen)<<48,
+			FairWaitMs: fairWaitMs(cfg),
+			Seed:       cfg.Seed ^ uint64(slot)<<32 ^ uint64(gen)<<48,
 		})
 		w.cmd = exec.Command(cfg.Exe)
 		w.cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
@@ -384,5 +413,8 @@ loop:
 		seqMax[i] = v
 	}
 	check(sections, seqMax, rep.Kills, cfg.Goroutines, &rep.Verdict)
+	if cfg.Fair {
+		checkFIFO(sections, len(seqMax), cfg.FairWait, cfg.Faults > 0, &rep.Verdict)
+	}
 	return rep, nil
 }

@@ -265,3 +265,41 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// --fair: fair locks under kills: mutual exclusion as ever, and waiters
+// served in the order of their calls (a killed waiter holds up its line
+// for at most its reservation).
+func TestStressFair(t *testing.T) {
+	rep := runContention(t, func(cfg *Config) {
+		cfg.Duration, cfg.KillEvery, cfg.Fair, cfg.FairWait = 20*time.Second, 4*time.Second, true, 2*time.Second
+		cfg.Goroutines, cfg.MaxHold = 6, 30*time.Millisecond // long lines
+	})
+	assert.Zero(t, rep.Violations, "two holders overlapped")
+	assert.Zero(t, rep.FIFOViolations, "waiters served out of order")
+	assert.True(t, rep.OK(), "the run failed")
+	assert.Greater(t, rep.Acquisitions, 300)
+	assert.Greater(t, rep.FIFOHonoured, 50, "no waiter ever waited behind another: the FIFO check proves nothing")
+}
+
+// checkFIFO counts a grant that came before an earlier call, unless that
+// caller waited a whole reservation.
+func TestCheckFIFO(t *testing.T) {
+	msec := int64(time.Millisecond)
+	sec := func(s1, t0, tb int64) *section {
+		return &section{N: 0, S1: s1, S2: s1 + 1, T0: t0 * msec, TB: tb * msec, TE: tb*msec + msec}
+	}
+	var v Verdict
+	checkFIFO([]*section{sec(1, 0, 10), sec(3, 500, 510)}, 1, 2*time.Second, false, &v)
+	assert.Equal(t, Verdict{FIFOHonoured: 1}, v)
+	v = Verdict{}
+	checkFIFO([]*section{sec(1, 500, 510), sec(3, 0, 600)}, 1, 2*time.Second, false, &v)
+	assert.Equal(t, 1, v.FIFOViolations, "served before an earlier call")
+	assert.False(t, v.OK())
+	v = Verdict{}
+	checkFIFO([]*section{sec(1, 3000, 3010), sec(3, 0, 3100)}, 1, 2*time.Second, false, &v)
+	assert.Equal(t, 0, v.FIFOViolations)
+	assert.Equal(t, 1, v.FIFOExplained, "the earlier caller waited its whole reservation")
+	v = Verdict{}
+	checkFIFO([]*section{sec(1, 50, 60), sec(3, 0, 100)}, 1, 2*time.Second, false, &v)
+	assert.Equal(t, Verdict{}, v, "calls closer than the slack are not ordered")
+}

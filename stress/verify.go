@@ -73,7 +73,15 @@ type Verdict struct {
 	// false alarm of the library.
 	LostHolds, LostHolding, LostUnlocking, LostOther int
 	Faults                                           map[string]int // injected faults by kind (--faults)
-	WorkerErrors                                     int            // unreadable records, open sections of live processes, unexpected exits
+	// --fair: FIFOHonoured counts grants followed by a grant whose call
+	// began fifoSlack or more later (served first, as FIFO requires: the
+	// check had something to check); FIFOViolations grants that came
+	// before a call that began fifoSlack or more earlier; FIFOExplained
+	// such reorders whose earlier caller waited a whole reservation (it
+	// may have been dropped and queued again, as in Redisson), or, with
+	// injected faults, any (a refused queueing call may arrive late).
+	FIFOHonoured, FIFOViolations, FIFOExplained int
+	WorkerErrors                                int // unreadable records, open sections of live processes, unexpected exits
 	// ExpiryGapMin/Max: for overlaps with a killed holder, how long after
 	// the kill the next holder entered.
 	ExpiryGapMin, ExpiryGapMax time.Duration
@@ -97,7 +105,7 @@ func (v *Verdict) problem(format string, args ...any) {
 
 // OK reports whether the run showed mutual exclusion and no errors.
 func (v *Verdict) OK() bool {
-	return v.Violations == 0 && v.WorkerErrors == 0 && v.AcquireErrors == 0 && v.UnlockErrors == 0 && v.Acquisitions > 0
+	return v.Violations == 0 && v.FIFOViolations == 0 && v.WorkerErrors == 0 && v.AcquireErrors == 0 && v.UnlockErrors == 0 && v.Acquisitions > 0
 }
 
 // readRecords reads the records of each process into sections and counts
@@ -310,4 +318,56 @@ func describeGap(e, l *section) string {
 		return "the earlier section never ended"
 	}
 	return fmt.Sprintf("wall clock: entered %v after the other's entry", time.Duration(l.TB-e.TB))
+}
+
+// fifoSlack is how much earlier an acquire call must begin than another's
+// for FIFO to order them: more than the time from the call to its queueing
+// script reaching Redis (a round trip and the scheduling of two processes
+// on a loaded machine).
+const fifoSlack = 100 * time.Millisecond
+
+// checkFIFO checks that the fair locks served waiters in the order of their
+// calls: a section granted before another (a smaller S1) must not come from
+// an acquire call that began fifoSlack or more after the other's. An
+// earlier caller that waited its whole reservation (fairWait) may have been
+// dropped from the queue and queued again (Redisson's semantics): that is
+// counted as explained. With faults, a refused queueing call may arrive
+// late, so reordering is counted apart and does not fail the run.
+func checkFIFO(sections []*section, names int, fairWait time.Duration, faults bool, v *Verdict) {
+	byName := make([][]*section, names)
+	for _, s := range sections {
+		if s.N >= 0 && s.N < names {
+			byName[s.N] = append(byName[s.N], s)
+		}
+	}
+	slack := fifoSlack.Nanoseconds()
+	for n, ss := range byName {
+		sort.Slice(ss, func(i, j int) bool { return ss[i].S1 < ss[j].S1 })
+		// Walking the grants backwards, keep the earliest call among the
+		// later grants, apart for callers that waited a whole reservation.
+		var minAll, minShort *section
+		var maxT0 int64
+		for i := len(ss) - 1; i >= 0; i-- {
+			b := ss[i]
+			if i < len(ss)-1 && maxT0 >= b.T0+slack {
+				v.FIFOHonoured++
+			}
+			if minAll != nil && minAll.T0+slack <= b.T0 {
+				if minShort != nil && minShort.T0+slack <= b.T0 && !faults {
+					v.FIFOViolations++
+					v.problem("name %d: FIFO: %s (acquire call at %d) was served before %s, whose call began %v earlier",
+						n, b, b.T0, minShort, time.Duration(b.T0-minShort.T0))
+				} else {
+					v.FIFOExplained++
+				}
+			}
+			maxT0 = max(maxT0, b.T0)
+			if minAll == nil || b.T0 < minAll.T0 {
+				minAll = b
+			}
+			if b.TB-b.T0 < fairWait.Nanoseconds() && (minShort == nil || b.T0 < minShort.T0) {
+				minShort = b
+			}
+		}
+	}
 }

@@ -31,6 +31,7 @@ type workerConfig struct {
 	Unsafe     bool     `json:"unsafe"`
 	Faults     float64  `json:"faults"`
 	RW         bool     `json:"rw"`
+	FairWaitMs int64    `json:"fair_wait_ms"` // > 0: fair locks with this wait timeout
 	Out        string   `json:"out"`
 	Seed       uint64   `json:"seed"`
 }
@@ -149,7 +150,11 @@ func workerMain(specJSON string) int {
 	for i, n := range cfg.Names {
 		index[n] = i
 	}
-	c, err := rlock.New(lockRC,
+	fairWait := rlock.WithFairLockWaitTimeout(rlock.DefaultFairLockWaitTimeout)
+	if cfg.FairWaitMs > 0 {
+		fairWait = rlock.WithFairLockWaitTimeout(time.Duration(cfg.FairWaitMs) * time.Millisecond)
+	}
+	c, err := rlock.New(lockRC, fairWait,
 		rlock.WithWatchdogTimeout(time.Duration(cfg.WatchdogMs)*time.Millisecond),
 		rlock.WithLostHandler(func(ev rlock.LostEvent) {
 			g, n := int(ev.Owner-1), index[ev.Name]
@@ -193,6 +198,9 @@ func workerMain(specJSON string) int {
 			for stop.Err() == nil {
 				n := rng.IntN(len(cfg.Names))
 				var l rlock.Locker = c.Lock(cfg.Names[n])
+				if cfg.FairWaitMs > 0 {
+					l = c.FairLock(cfg.Names[n])
+				}
 				read := false
 				if cfg.RW {
 					// Three reads for every write.

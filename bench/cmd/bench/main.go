@@ -71,7 +71,7 @@ func main() {
 	flag.StringVar(&o.svg, "svg", "results.svg", "chart to write (next to -out when relative)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds; the report shows the median of the rounds")
 	flag.StringVar(&contenders, "contenders", "rlock,limit,bsm,redsync,rueidislock,redisson", "contenders to run")
-	flag.StringVar(&scenarios, "scenarios", "s1,s2,s3,s4,fam,allocs", "scenarios to run (fam: the read and fenced locks' S1 at 1, 16, 256 goroutines and S5, the writer hand-off under 16 readers)")
+	flag.StringVar(&scenarios, "scenarios", "s1,s2,s3,s4,fam,fair,allocs", "scenarios to run (fam: the read and fenced locks' S1 at 1, 16, 256 goroutines and S5, the writer hand-off under 16 readers; fair: S2 of the fair lock at 16 and 256 waiters)")
 	flag.StringVar(&s1conc, "s1-conc", "1,4,16,256", "S1 goroutine counts")
 	flag.DurationVar(&o.s1Warm, "s1-warm", 300*time.Millisecond, "S1 warm-up per run")
 	flag.DurationVar(&o.s1Dur, "s1-dur", 2*time.Second, "S1 measured time per run")
@@ -224,6 +224,13 @@ func run(o options) error {
 				r.runOne("s5", 16, c)
 			}
 		}
+		if o.scenarios["fair"] {
+			for _, conc := range fairConc {
+				for _, c := range rotate(fairContenders(o), round) {
+					r.runOne("s2", conc, c)
+				}
+			}
+		}
 		if o.scenarios["s3"] {
 			for _, n := range o.s3Sizes {
 				if round >= o.s3Rounds || (n >= 100000 && round >= o.s3BigRounds) {
@@ -312,6 +319,18 @@ func famContenders(o options) []string {
 	out := []string{"rlock-read", "limit-read", "rlock-fenced", "limit-fenced"}
 	if has(o.contenders, "redisson") {
 		out = append(out, "redisson-read", "redisson-fenced")
+	}
+	return out
+}
+
+// The fair lock's hand-off: S2 (laps of parked waiters, so every hand-off
+// goes to a queued waiter) at 16 and 256 waiters.
+var fairConc = []int{16, 256}
+
+func fairContenders(o options) []string {
+	out := []string{"rlock-fair", "rlock"}
+	if has(o.contenders, "redisson") {
+		out = append(out, "redisson-fair", "redisson")
 	}
 	return out
 }
@@ -474,6 +493,9 @@ func (r *runner) runJava(scenario string, param int, contender string) (bench.Re
 		timeout = o.s1Warm + o.s1Dur + 60*time.Second
 	case "s2":
 		line = fmt.Sprintf("s2 %d %d %d %d %d %d", param, o.s1Warm.Milliseconds(), o.s2Dur.Milliseconds(), o.s2Max.Milliseconds(), o.s2MinAcq, 100)
+		if contender == "redisson-fair" {
+			line += " fair"
+		}
 		timeout = o.s2Max + 90*time.Second
 	case "s3":
 		line = fmt.Sprintf("s3 %d %d %d", param, o.s3Watchdog.Milliseconds(), o.s3Hold.Milliseconds())

@@ -197,6 +197,7 @@ func (r *runner) write() error {
 	r.writeS3(w)
 	r.writeS4(w)
 	r.writeFamily(w)
+	r.writeFair(w)
 	r.writeSettings(w)
 	r.writeFailures(w)
 
@@ -681,4 +682,42 @@ func (r *runner) writeFamily(w func(string, ...any)) {
 			r.med(k, func(x bench.Result) float64 { return x.P99us }).cell(lat), r.med(k, ext("read_pairs_per_s")).cell(num))
 	}
 	w("\n")
+}
+
+// writeFair reports the fair lock's hand-off (S2 of the fair lock at 16 and
+// 256 parked waiters) against Redisson's fair lock in the same run, with
+// the plain locks' S2 beside them. Targets: rlock fair throughput at least
+// 2x Redisson's fair lock; its hand-off p50 within 2 round trips (PING p50)
+// of the unlock.
+func (r *runner) writeFair(w func(string, ...any)) {
+	o := r.o
+	if !o.scenarios["fair"] {
+		return
+	}
+	w("## The fair lock: hand-off to queued waiters\n\n")
+	w("S2 (laps: every hand-off goes to a waiter parked in Lock, half of them in each of two clients) on one fair lock (`FairLock(name)`, Redisson `getFairLock(name)`), at 16 and 256 waiters, beside the plain lock (`Lock`, `getLock`). The fair lock queues every waiter (`redisson_lock_queue`) and an unlock wakes only the first in line, on its own channel; the plain lock wakes one waiter of the shared channel, who may lose to another. Hand-off: the next holder's Lock return minus the previous holder's Unlock return. A hand-off of the fair lock is one unlock script (which publishes to the head's channel) and one acquire script by the woken waiter: two script calls, the same as the plain lock's.\n\n")
+	rtt, _ := r.rtt()
+	w("| contender | waiters | hand-offs/s | hand-off p50 | hand-off p99 | p50 in round trips (PING p50 %.0f µs; target ≤ 2) |\n|---|---|---|---|---|---|\n", rtt)
+	for _, conc := range fairConc {
+		for _, c := range fairContenders(o) {
+			k := key("s2", conc, c)
+			p := r.med(k, p50)
+			rt := "not measured"
+			if p.good() && rtt > 0 {
+				rt = fmt.Sprintf("%.1f", p.v/rtt)
+				if c == "rlock-fair" {
+					rt += " " + mark(p.v/rtt <= 2)
+				}
+			}
+			w("| %s | %d | %s | %s | %s | %s |\n", display(c), conc, r.med(k, rate).cell(num), p.cell(lat),
+				r.med(k, func(x bench.Result) float64 { return x.P99us }).cell(lat), rt)
+		}
+	}
+	for _, conc := range fairConc {
+		rl, js := r.med(key("s2", conc, "rlock-fair"), rate), r.med(key("s2", conc, "redisson-fair"), rate)
+		if rl.good() && js.good() && js.v > 0 {
+			w("\nAt %d waiters rlock's fair lock hands off %.2f× as often as Redisson's %s.", conc, rl.v/js.v, mark(rl.v/js.v >= 2))
+		}
+	}
+	w("\n\n")
 }

@@ -38,7 +38,8 @@ import org.redisson.config.Config;
  *   s1 THREADS WARM_MS DUR_MS [KIND]            uncontended lock()+unlock(), own name per thread;
  *                                               KIND lock (default), read (readLock()), fenced
  *   s5 READERS WARM_MS DUR_MS                   writer hand-off under READERS readers (bench.S5)
- *   s2 THREADS WARM_MS DUR_MS MAX_MS MIN_ACQ CS_US   contended, two RedissonClients, laps
+ *   s2 THREADS WARM_MS DUR_MS MAX_MS MIN_ACQ CS_US [fair]   contended, two RedissonClients, laps
+ *                                               (fair: getFairLock)
  *   s3 LOCKS WATCHDOG_MS HOLD_MS                watchdog scale (lockAsync(threadId))
  *   s4 LOCKS PER SETTLE_MS TIMEOUT_MS [SUBS]    waiting scale (lockAsync(threadId)); SUBS &gt; 0 sets
  *                                               subscriptionsPerConnection
@@ -118,7 +119,7 @@ public final class Bench {
             case "warmup": {
                 long ms = Long.parseLong(f[1]);
                 s1(16, 0, ms / 2, "lock");
-                s2(16, 0, ms / 2, ms / 2, 0, 100);
+                s2(16, 0, ms / 2, ms / 2, 0, 100, false);
                 return "{\"ok\":true}";
             }
             case "s1":
@@ -127,7 +128,7 @@ public final class Bench {
                 return s5(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]));
             case "s2":
                 return s2(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]), Long.parseLong(f[4]),
-                        Long.parseLong(f[5]), Long.parseLong(f[6]));
+                        Long.parseLong(f[5]), Long.parseLong(f[6]), f.length > 7 && f[7].equals("fair"));
             case "s3":
                 closeIdleClients();
                 return s3(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]));
@@ -349,9 +350,9 @@ public final class Bench {
         return new RedissonClient[] {s2a, s2b};
     }
 
-    private static String s2(int conc, long warmMs, long durMs, long maxMs, long minAcq, long csUs) throws Exception {
+    private static String s2(int conc, long warmMs, long durMs, long maxMs, long minAcq, long csUs, boolean fair) throws Exception {
         RedissonClient[] cs = s2Clients();
-        String name = "s2:redisson:lock";
+        String name = fair ? "s2:redisson:fair" : "s2:redisson:lock";
         long base = System.nanoTime();
         long csNs = csUs * 1000;
         List<Rec> recs = new ArrayList<>();
@@ -365,7 +366,7 @@ public final class Bench {
         AtomicReference<Throwable> err = new AtomicReference<>();
         Thread[] ts = new Thread[conc];
         for (int i = 0; i < conc; i++) {
-            RLock l = cs[i % 2].getLock(name);
+            RLock l = fair ? cs[i % 2].getFairLock(name) : cs[i % 2].getLock(name);
             int who = i;
             ts[i] = new Thread(() -> {
                 long myLap = 0;
