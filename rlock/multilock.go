@@ -385,13 +385,14 @@ func eachOf(locks []Locker, fn func(i int, l Locker)) {
 		return
 	}
 	var wg sync.WaitGroup
-	for i, l := range locks {
+	for i, l := range locks[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fn(i, l)
+			fn(i+1, l)
 		}()
 	}
+	fn(0, locks[0]) // the first on the caller's goroutine
 	wg.Wait()
 }
 
