@@ -19,13 +19,15 @@ import (
 // for Lock and LockLease the client's fair wait timeout
 // (WithFairLockWaitTimeout, default 5 minutes, Redisson's
 // fairLockWaitTimeout). A reservation runs from the end of the previous
-// waiter's (or of the lock's TTL); a waiter whose reservation ends while
-// it is first in line (it died, or the holder kept the lock longer) is
-// dropped from the queue by the next script that runs, and a live one
-// queues again at the end. So FIFO order holds while holds are shorter
-// than the reservations, and a dead waiter stalls the line for at most its
-// reservation. A waiter whose wait ends (TryLock's wait, or ctx) leaves
-// the queue before returning.
+// waiter's (or of the lock's TTL), and every grant pulls those behind it
+// forward by one wait, as in Redisson: while the queue never empties, the
+// first waiter's deadline stays about one wait after the queue formed. A
+// waiter whose reservation ends while it is first in line (it died, or
+// the busy period outlasted the wait) is dropped from the queue by the
+// next script that runs, and a live one queues again at the end. So FIFO
+// order holds while a busy period lasts less than the wait, and a dead
+// waiter stalls the line for at most its reservation. A waiter whose wait
+// ends (TryLock's wait, or ctx) leaves the queue before returning.
 //
 // TryLock with wait <= 0 makes one attempt and never queues (Redisson's
 // tryLock()). Unlock of a fair lock nobody holds wakes the first waiter,

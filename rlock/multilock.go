@@ -39,8 +39,11 @@ type MultiLock struct{ group }
 // each). It is held when a majority (a quorum, n/2+1 of n) of its members
 // is: TryLock succeeds when at most n - quorum members fail, each member
 // waiting at most wait/n. Each member's attempt is bounded by its wait
-// plus 100ms (or the lease, if shorter): a member whose master does not
-// answer counts as failed instead of stalling the attempt.
+// plus 100ms (or the lease, if shorter): a member whose master refuses
+// connections, or whose call Redis keeps refusing, counts as failed
+// instead of stalling the attempt. A call already sent is awaited up to
+// the member client's command timeout (WithCommandTimeout): give member
+// clients a short one when a master may hang without closing connections.
 //
 // Validity: an acquisition that took as long as the lease its members
 // were taken with releases what it took and reports false, since the first
@@ -206,6 +209,7 @@ func (g *group) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 	}
 	start := time.Now()
 	for round := 0; ; round++ {
+		passStart := time.Now() // no member of this pass was taken before
 		held, err := g.pass(ctx, start, wait, memberWait, leases)
 		if err != nil {
 			return false, err
@@ -220,14 +224,20 @@ func (g *group) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 			}
 			continue
 		}
-		elapsed := time.Since(start)
-		if (wait > 0 && elapsed >= wait) || (g.red && memberLease > 0 && elapsed >= memberLease) || (fixed && elapsed >= lease) {
-			// Out of time (Redisson's remainTime), or past the members'
-			// lease: the first members taken may have expired
-			// (Redlock's validity; for any group, a member taken with
-			// the lease itself).
-			g.release(ctx, held)
+		if wait > 0 && time.Since(start) >= wait {
+			g.release(ctx, held) // out of time (Redisson's remainTime)
 			return false, nil
+		}
+		if took := time.Since(passStart); (g.red && memberLease > 0 && took >= memberLease) || (fixed && took >= lease) {
+			// The first members taken may have expired meanwhile
+			// (Redlock's validity; for any group, a member taken with the
+			// lease itself): not obtained, and tried again while the wait
+			// lasts.
+			g.release(ctx, held)
+			if wait <= 0 || time.Since(start) >= wait {
+				return false, nil
+			}
+			continue
 		}
 		if lease > 0 && memberLease != lease {
 			if held, err = g.expire(ctx, held, lease); err != nil {
@@ -380,6 +390,9 @@ func (g *group) try(ctx context.Context, l Locker, wait, lease time.Duration) (b
 func (g *group) each(fn func(i int, l Locker)) { eachOf(g.locks, fn) }
 
 func eachOf(locks []Locker, fn func(i int, l Locker)) {
+	if len(locks) == 0 {
+		return
+	}
 	if len(locks) == 1 {
 		fn(0, locks[0])
 		return

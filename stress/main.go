@@ -200,7 +200,7 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "read sections: %d; reader overlaps (allowed): %d\n", r.Reads, r.ReadOverlaps)
 	}
 	if c.Fair {
-		fmt.Fprintf(w, "FIFO: %d grants served before a call that began %v or more later, as FIFO requires; out of order: %d (explained: %d)",
+		fmt.Fprintf(w, "FIFO: %d grants served before a waiter that called %v or more later, as FIFO requires; out of order: %d (explained by a busy period past the wait timeout: %d)",
 			r.FIFOHonoured, fifoSlack, r.FIFOViolations+r.FIFOExplained, r.FIFOExplained)
 		if c.Faults > 0 {
 			fmt.Fprintf(w, " (with injected faults, a refused queueing call may arrive late: reordering is reported, not failed)")

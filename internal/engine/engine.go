@@ -220,6 +220,13 @@ func (e *Engine) settle(ctx context.Context, deadline time.Time, c *Call, stop <
 	var bo Backoff
 	bg := context.WithoutCancel(ctx)
 	for {
+		select {
+		case <-stop:
+			// The caller has gone: the background settles it (a fence
+			// call now would hold the caller for a command timeout).
+			return Outcome{}, context.Canceled
+		default:
+		}
 		// Unsynced: a plain call follows every redirect (rueidis mishandles
 		// ASK with WAIT in one pipeline), and the fence is idempotent.
 		keys := []string{c.Name, c.fence()}

@@ -256,10 +256,10 @@ func (e *Engine) resync(ctx context.Context, name string, r Reply) error {
 
 // Expire sets the TTL of field's hold to lease while field holds it (the
 // PEXPIRE of a MultiLock member, scripts/expire.lua) and records the new
-// lease. It reports whether field held it. The call is idempotent: it is
-// resent after a refusal or a lost reply, within the budget, and the
-// record counts the lease from the first send, which ends no later than
-// any run.
+// lease. It reports whether field held it. The call is fenced: after a
+// lost reply it is fenced (a late copy can then never shorten a hold taken
+// again since) and sent again, within the budget; the record counts the
+// lease from the first send, which ends no later than any run.
 func (e *Engine) Expire(ctx context.Context, s *Spec, field string, lease time.Duration) (bool, error) {
 	t := e.Table
 	h, err := t.Use(ctx, hold.Key{Kind: s.Kind, Name: s.Name, Field: field})
@@ -270,37 +270,36 @@ func (e *Engine) Expire(ctx context.Context, s *Spec, field string, lease time.D
 	if t.Count(h) == 0 {
 		return false, nil
 	}
-	keys, args := []string{s.Name}, []string{field, ms(lease)}
 	first := time.Now()
 	deadline := first.Add(e.Budget)
-	var bo Backoff
 	for {
-		r := e.X.Run(ctx, scripts.Expire, keys, args)
-		switch r.Class {
-		case Done:
-			n, err := r.Int()
-			if err != nil {
-				return false, fmt.Errorf("rlock: %q: expire: unexpected reply: %w", s.Name, err)
-			}
-			if n == 0 {
-				t.Observe(h, 0)
-				return false, nil
-			}
-			t.Leased(h, lease, first, time.Now())
-			return true, nil
-		case Failed:
-			return false, fmt.Errorf("rlock: %q: expire: %w", s.Name, r.Err)
-		case Closed:
-			if e.Closed() {
-				return false, r.Err
-			}
+		call := &Call{Script: scripts.Expire, Name: s.Name, Field: field, Stop: ctx.Done()}
+		call.Keys = append(call.keys[:0], s.Name, h.Fence(NewFence))
+		call.Args = append(call.args[:0], field, ms(lease))
+		out, err := e.Exactly(ctx, deadline, call)
+		if err != nil || out.Fenced {
+			h.BurnFence()
 		}
-		d := bo.Next()
-		if time.Now().Add(d).After(deadline) {
-			return false, fmt.Errorf("rlock: %q: expire: %w", s.Name, r.Err)
+		if err != nil {
+			// Refused until the budget, or unknown: the hold keeps the
+			// longer lease it was taken with (the caller releases it).
+			return false, fmt.Errorf("rlock: %q: expire: %w", s.Name, err)
 		}
-		if err := sleep(ctx, d); err != nil {
-			return false, err
+		if out.Fenced {
+			if time.Now().After(deadline) {
+				return false, fmt.Errorf("rlock: %q: expire: %w: the reply was lost", s.Name, ErrTimeout)
+			}
+			continue // it ran or never will: idempotent, send it again
 		}
+		n, err := out.Reply.Int()
+		switch {
+		case err != nil || n < 0:
+			return false, fmt.Errorf("rlock: %q: expire: unexpected reply %v", s.Name, out.Reply.Res)
+		case n == 0:
+			t.Observe(h, 0)
+			return false, nil
+		}
+		t.Leased(h, lease, first, out.Recv)
+		return true, nil
 	}
 }
