@@ -360,6 +360,12 @@ func TestGroupReviewRegressions(t *testing.T) {
 	assert.False(t, ok, "a writer got in within the MultiLock's lease")
 	require.NoError(t, ml.Unlock(ctx))
 
+	// Java's -1 lease is the watchdog, with any member kind.
+	ok, err = ml.TryLock(ctx, 0, -1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, ml.Unlock(ctx))
+
 	var nilLock *rlock.FairLock
 	_, err = rlock.NewMultiLock(nilLock).TryLock(ctx, 0, 0)
 	assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
