@@ -180,7 +180,7 @@ func (g *group) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 	if lease > 0 && lease < time.Millisecond {
 		return false, fmt.Errorf("%w: %s TryLock: lease %v is below 1ms", ErrInvalidArgument, g.kind(), lease)
 	}
-	lease = max(lease, 0) // lease <= 0: the watchdog (Java's -1 too)
+	lease = max(lease, 0)              // lease <= 0: the watchdog (Java's -1 too)
 	ctx = WithOwner(ctx, ownerOf(ctx)) // members run on other goroutines
 	n := len(g.locks)
 	memberLease := time.Duration(0) // the members' watchdog
