@@ -122,12 +122,17 @@ func (f *fixture) testFairKilledWaiter(t *testing.T) {
 	f.runPairs(t, 0, nil, func(t *testing.T, a, b side, name string) {
 		ctx := scenarioCtx(t)
 		h := a.actor(1)
+		var victim *driver.JVM
+		if a.java() {
+			// Started before the lock is taken: a JVM's start must not eat
+			// the holder's lease (the victim would get the lock, not queue).
+			victim = startJVM(t, driver.Config{Version: f.version, RedisAddrs: []string{f.srv.Addr}})
+			t.Cleanup(func() { _ = victim.Kill() })
+		}
 		// The first waiter's reservation runs from the lock's TTL.
-		require.NoError(t, h.lockLease(ctx, kindFair, name, 1500*time.Millisecond))
+		require.NoError(t, h.lockLease(ctx, kindFair, name, 3*time.Second))
 		const wait = 2 * time.Second
 		if a.java() {
-			victim := startJVM(t, driver.Config{Version: f.version, RedisAddrs: []string{f.srv.Addr}})
-			t.Cleanup(func() { _ = victim.Kill() })
 			victim.Send("trylock", "T9", spec(kindFair, name), wait.Milliseconds(), -1)
 			f.waitQueued(t, name, 1)
 			require.NoError(t, victim.Kill())
