@@ -557,6 +557,18 @@ func (j *JVM) ThreadID(ctx context.Context, thread string) (int64, error) {
 	return strconv.ParseInt(v, 10, 64)
 }
 
+// Parked reports whether thread is parked on a java.util.concurrent.Semaphore:
+// a Redisson lock call that has made its attempts and waits on its lock
+// entry's latch for an unlock message. A thread that has not been used yet
+// is not parked.
+func (j *JVM) Parked(ctx context.Context, thread string) (bool, error) {
+	v, err := j.Do(ctx, "parked", thread)
+	if err != nil {
+		return false, err
+	}
+	return strconv.ParseBool(v)
+}
+
 // ClientID returns the id Redisson prefixes lock hash fields with (cached).
 func (j *JVM) ClientID(ctx context.Context) (string, error) {
 	j.clientIDOnce.Do(func() {

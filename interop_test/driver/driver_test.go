@@ -178,13 +178,23 @@ func testVersion(t *testing.T, redis *redisServer, version string) {
 	require.True(t, driver.IsJavaError(err, "IllegalMonitorStateException"))
 	require.Equal(t, map[string]string{field: "1"}, redis.hgetall(t, lock), "failed unlock must not change the lock")
 
-	// A blocking lock on T2 does not hold back T1's unlock.
+	// A blocking lock on T2 parks on its latch and does not hold back
+	// T1's unlock.
 	p := jvm.Send("lock", "T2", lock)
+	require.Eventually(t, func() bool {
+		parked, err := jvm.Parked(ctx, "T2")
+		return err == nil && parked
+	}, time.Minute, time.Millisecond, "T2 never parked on its latch")
 	select {
 	case <-p.Done():
 		v, err := p.Wait(ctx)
 		t.Fatalf("T2 got the lock while T1 held it: %q %v", v, err)
-	case <-time.After(300 * time.Millisecond):
+	default:
+	}
+	for _, th := range []string{"T1", "never-used"} {
+		parked, err := jvm.Parked(ctx, th)
+		require.NoError(t, err)
+		require.False(t, parked, "%s is not waiting for a lock", th)
 	}
 	require.NoError(t, jvm.Unlock(ctx, "T1", lock))
 	_, err = p.Wait(ctx)

@@ -75,6 +75,9 @@ import org.redisson.config.Config;
  * ttl name                       RLock.remainTimeToLive() (ms; -2 none, -1 no expiry) ok 9876
  * clientid                       Redisson's client id, the prefix of lock hash fields
  *                                CLIENTID:THREADID                     ok UUID
+ * parked T                       whether thread T is parked on a
+ *                                java.util.concurrent.Semaphore (the wait of
+ *                                Redisson's lock entry latch)          ok true|false
  * info                           ok version=V clientidsrc=HOW java=J
  * quit                           shuts Redisson down, replies, exits 0 ok
  * </pre>
@@ -201,6 +204,16 @@ public final class Driver {
 
     private static void dispatch(String id, String cmd, String[] a) {
         switch (cmd) {
+            case "parked": {
+                // Runs on the reader: it looks at thread T from outside.
+                Worker w = a.length == 1 ? workers.get(a[0]) : null;
+                boolean parked = w != null && w.parkedOnSemaphore();
+                run(id, () -> {
+                    need(a, 1, "parked T");
+                    return Boolean.toString(parked);
+                });
+                return;
+            }
             case "quit":
                 shutdown();
                 reply(id + " ok");
@@ -460,11 +473,32 @@ public final class Driver {
 
     private static final class Worker implements Runnable {
         private final LinkedBlockingQueue<Runnable> queue = new LinkedBlockingQueue<>();
+        private final Thread thread;
 
         Worker(String name) {
-            Thread t = new Thread(this, name);
-            t.setDaemon(true);
-            t.start();
+            thread = new Thread(this, name);
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        /**
+         * Whether the thread is parked in a Semaphore's acquire: Redisson's
+         * lock loops wait on the lock entry's Semaphore latch, and an unlock
+         * message releases only the threads already queued on it (a "1"
+         * message of the read-write lock releases getQueueLength()). A
+         * thread in that frame in state WAITING or TIMED_WAITING is queued.
+         */
+        boolean parkedOnSemaphore() {
+            Thread.State st = thread.getState();
+            if (st != Thread.State.WAITING && st != Thread.State.TIMED_WAITING) {
+                return false;
+            }
+            for (StackTraceElement e : thread.getStackTrace()) {
+                if (e.getClassName().equals("java.util.concurrent.Semaphore")) {
+                    return true;
+                }
+            }
+            return false;
         }
 
         void submit(String id, Command c) {
