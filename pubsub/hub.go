@@ -4,7 +4,10 @@
 // A Hub subscribes to a channel when its first waiter arrives and
 // unsubscribes when its last waiter leaves. Messages wake local waiters:
 // "0" wakes exactly one, "1" wakes every waiter that is waiting at that
-// moment; other payloads are ignored. A wake that arrives while nobody waits
+// moment; other payloads are ignored. That is the policy of the locks'
+// channels; a semaphore's channel ("redisson_sc:...") carries a number of
+// permits n and wakes up to n waiters, a count-down latch's
+// ("redisson_countdownlatch__channel__...") wakes every waiter on "0". A wake that arrives while nobody waits
 // is kept as a permit, so the next Wait returns at once (one harmless extra
 // attempt for the caller, never a missed unlock).
 //
@@ -27,6 +30,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -123,6 +128,8 @@ type entry struct {
 	refs    int
 	closing bool
 
+	policy policy // how a message wakes waiters, by the channel's kind
+
 	mu        sync.Mutex // guards the fields below
 	confirmed bool       // ready is closed
 	err       error      // why subscribing failed; read after ready is closed
@@ -186,7 +193,7 @@ func (h *Hub) Subscribe(ctx context.Context, channel string) (*Sub, error) {
 // start creates the entry for channel and its receive loop; h.mu is held.
 func (h *Hub) start(channel string) *entry {
 	ctx, cancel := context.WithCancel(context.Background())
-	e := &entry{hub: h, channel: channel, cancel: cancel, ready: make(chan struct{}), done: make(chan struct{})}
+	e := &entry{hub: h, channel: channel, cancel: cancel, ready: make(chan struct{}), done: make(chan struct{}), policy: policyOf(channel)}
 	h.entries[channel] = e
 	h.wg.Add(1)
 	go e.run(ctx)
@@ -315,16 +322,70 @@ func (e *entry) signalAll() {
 	e.waiters = e.waiters[:0]
 }
 
+// policy is how a channel's messages wake its waiters.
+type policy uint8
+
+const (
+	// lockPolicy (the locks' channels): "0" wakes one waiter, "1" every
+	// waiter (contract 2.2).
+	lockPolicy policy = iota
+	// permitPolicy (the semaphores' "redisson_sc:" channels): a message
+	// is a number of permits, n > 0 wakes up to n waiters, as Redisson's
+	// SemaphorePubSub releases min(subscribers, n).
+	permitPolicy
+	// latchPolicy (the count-down latch's channel): "0" (the count
+	// reached zero) wakes every waiter, and leaves a wake for each share
+	// not waiting at that moment; "1" (a new count) wakes nobody.
+	latchPolicy
+)
+
+func policyOf(channel string) policy {
+	switch {
+	case strings.HasPrefix(channel, names.SemaphorePrefix+":"):
+		return permitPolicy
+	case strings.HasPrefix(channel, names.LatchChannelPrefix):
+		return latchPolicy
+	}
+	return lockPolicy
+}
+
 func (e *entry) onMessage(m rueidis.PubSubMessage) {
-	switch m.Message {
-	case "0":
+	switch e.policy {
+	case permitPolicy:
+		n, err := strconv.ParseInt(m.Message, 10, 64)
+		if err != nil || n <= 0 {
+			return
+		}
 		e.mu.Lock()
-		e.signalOne()
+		e.hub.mu.Lock()
+		limit := int64(e.refs)
+		e.hub.mu.Unlock()
+		for i := int64(0); i < min(n, limit); i++ {
+			e.signalOne()
+		}
 		e.mu.Unlock()
-	case "1":
+	case latchPolicy:
+		if m.Message != "0" {
+			return
+		}
 		e.mu.Lock()
+		woken := len(e.waiters)
 		e.signalAll()
+		e.hub.mu.Lock()
+		e.permits = max(e.permits, e.refs-woken)
+		e.hub.mu.Unlock()
 		e.mu.Unlock()
+	default:
+		switch m.Message {
+		case "0":
+			e.mu.Lock()
+			e.signalOne()
+			e.mu.Unlock()
+		case "1":
+			e.mu.Lock()
+			e.signalAll()
+			e.mu.Unlock()
+		}
 	}
 }
 

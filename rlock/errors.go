@@ -64,6 +64,13 @@ var (
 	// exact either way.
 	ErrUnresolved = engine.ErrUnresolved
 
+	// ErrNoPermit: a permit-expirable semaphore's permit id is not held
+	// (unknown, released already, or expired). Redisson throws a
+	// RedisException caused by IllegalArgumentException ("Permit with id
+	// ... has already been released or doesn't exist") in the same
+	// situations.
+	ErrNoPermit = errors.New("rlock: no such permit")
+
 	// ErrNoSyncedReplicas: with replica sync on, no replica acknowledged a
 	// lock write within the timeout, every attempt. Redisson throws
 	// NoSyncedSlavesException ("None of slaves were synced") in this case.

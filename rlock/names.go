@@ -52,3 +52,15 @@ func checkName(name string, cluster bool) error {
 	}
 	return nil
 }
+
+// SemaphoreChannelName returns the channel of the Semaphore or
+// PermitExpirableSemaphore called name, "redisson_sc:{<name>}".
+func SemaphoreChannelName(name string) string { return names.SemaphoreChannel(name) }
+
+// PermitTimeoutName returns the sorted set of the PermitExpirableSemaphore
+// called name's held permits, "{<name>}:timeout".
+func PermitTimeoutName(name string) string { return names.PermitTimeouts(name) }
+
+// LatchChannelName returns the channel of the CountDownLatch called name,
+// "redisson_countdownlatch__channel__{<name>}".
+func LatchChannelName(name string) string { return names.LatchChannel(name) }

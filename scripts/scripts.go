@@ -60,6 +60,24 @@ var (
 	fairCancelText string
 	//go:embed fair_force_unlock.lua
 	fairForceUnlockText string
+	//go:embed sync_prelude.lua
+	syncPrelude string
+	//go:embed sync_fence.lua
+	syncFenceText string
+	//go:embed sem_acquire.lua
+	semAcquireText string
+	//go:embed sem_update.lua
+	semUpdateText string
+	//go:embed psem_acquire.lua
+	psemAcquireText string
+	//go:embed psem_release.lua
+	psemReleaseText string
+	//go:embed psem_update.lua
+	psemUpdateText string
+	//go:embed psem_query.lua
+	psemQueryText string
+	//go:embed latch_update.lua
+	latchUpdateText string
 )
 
 // The lock scripts. See the header of each .lua file for KEYS, ARGV and
@@ -85,6 +103,18 @@ var (
 	FairUnlock      = New("fair_unlock", fairPrelude+fairUnlockText)
 	FairCancel      = New("fair_cancel", fairPrelude+fairCancelText)
 	FairForceUnlock = New("fair_force_unlock", fairPrelude+fairForceUnlockText)
+
+	// The synchronizers' write scripts run sync_prelude.lua first: a
+	// fence check and record(v), which keeps the outcome of a call that
+	// changed data for SyncFence to read after a lost reply.
+	SyncFence   = New("sync_fence", syncFenceText)
+	SemAcquire  = New("sem_acquire", syncPrelude+semAcquireText)
+	SemUpdate   = New("sem_update", syncPrelude+semUpdateText)
+	PsemAcquire = New("psem_acquire", syncPrelude+psemAcquireText)
+	PsemRelease = New("psem_release", syncPrelude+psemReleaseText)
+	PsemUpdate  = New("psem_update", syncPrelude+psemUpdateText)
+	PsemQuery   = New("psem_query", psemQueryText)
+	LatchUpdate = New("latch_update", syncPrelude+latchUpdateText)
 )
 
 // Script is a Lua script with its SHA-1, safe for concurrent use.

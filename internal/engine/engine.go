@@ -42,6 +42,8 @@ type Engine struct {
 	// times, each bounded by the command timeout).
 	Budget time.Duration
 
+	ops ops // the recorded calls of the synchronizers (record.go)
+
 	closing chan struct{}
 	bgCtx   context.Context // cancelled by Close: background work stops waiting
 	stopBg  context.CancelFunc

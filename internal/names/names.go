@@ -21,7 +21,28 @@ const (
 	FencePrefix         = "goredisson_fence"
 	QueuePrefix         = "redisson_lock_queue"   // the fair lock's wait queue (contract 3.1)
 	TimeoutPrefix       = "redisson_lock_timeout" // the fair lock's reservations (contract 3.1)
+	SemaphorePrefix     = "redisson_sc"           // the semaphores' channel (contract 5.5, 5.6)
+	LatchChannelPrefix  = "redisson_countdownlatch__channel__"
+	RecordPrefix        = "goredisson_ops" // this library's record keys (Java never reads them)
 )
+
+// SemaphoreChannel returns the channel of the semaphore or permit-expirable
+// semaphore called name, "redisson_sc:{<name>}" (Prefix rules).
+func SemaphoreChannel(name string) string { return Prefix(SemaphorePrefix, name) }
+
+// PermitTimeouts returns the zset of the permit-expirable semaphore called
+// name's held permits, "{<name>}:timeout" (Suffix rules).
+func PermitTimeouts(name string) string { return Suffix(name, "timeout") }
+
+// LatchChannel returns the channel of the count-down latch called name:
+// "redisson_countdownlatch__channel__{<name>}", braces always (contract
+// 5.7: no Prefix rule).
+func LatchChannel(name string) string { return LatchChannelPrefix + "{" + name + "}" }
+
+// Record returns the record key of the client clientID's recorded calls on
+// the object called name, "goredisson_ops:{<name>}:<clientID>" (Prefix
+// rules), in name's slot.
+func Record(name, clientID string) string { return Prefix(RecordPrefix, name) + ":" + clientID }
 
 // Prefix is Redisson's prefixName: "<prefix>:<name>" when name contains "{"
 // anywhere (the user's hash tag, valid or not, decides the slot), otherwise

@@ -1,0 +1,269 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/goredisson/locks/internal/hold"
+	"github.com/goredisson/locks/internal/names"
+	"github.com/goredisson/locks/scripts"
+)
+
+// The synchronizers (semaphores, count-down latch) keep no owner in Redis
+// from which a lost reply could be settled, as a lock's count is. Their
+// write scripts record their outcome instead (scripts/sync_prelude.lua): a
+// call that changed data adds "<seq>:<value>" to the client's record key
+// of the object, in the same atomic step. After a lost reply,
+// scripts/sync_fence.lua reads the record (the call ran) or fences the call
+// (it never will). A record is dropped by the client's next recorded call
+// on the object once every call at or below its seq has been resolved, so
+// the record key holds about as many entries as the client has calls in
+// flight.
+
+// ops numbers a client's recorded calls and knows the lowest one not
+// resolved yet.
+type ops struct {
+	mu   sync.Mutex
+	next uint64
+	open map[uint64]struct{}
+	low  uint64 // the lowest open seq, or next when none is open
+}
+
+func (o *ops) begin() (seq, low uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.open == nil {
+		o.open = make(map[uint64]struct{})
+		o.next = 1
+	}
+	seq = o.next
+	o.next++
+	if len(o.open) == 0 {
+		o.low = seq
+	}
+	o.open[seq] = struct{}{}
+	return seq, o.low
+}
+
+func (o *ops) end(seq uint64) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.open, seq)
+	if seq != o.low {
+		return
+	}
+	o.low = o.next
+	for s := range o.open {
+		if s < o.low {
+			o.low = s
+		}
+	}
+}
+
+// RecCall is one recorded script call of a synchronizer.
+type RecCall struct {
+	Script *scripts.Script
+	Name   string   // the object's raw name: its slot, its record key
+	Keys   []string // the object's keys; the fence and record keys follow
+	Args   []string // the operation's arguments; sync_prelude's come first
+	// NoSync: no replica sync (the count-down latch's countDown, as
+	// Redisson's).
+	NoSync bool
+	// Undo, when set, runs in the background with the record of a call
+	// whose reply was lost and whose caller had gone before it was
+	// settled: an acquisition the caller does not know about is given
+	// back. Its ctx ends when the client closes.
+	Undo func(ctx context.Context, record string)
+	// Stop, when set, ends the settling early: the caller has gone, the
+	// background settles the call (and runs Undo).
+	Stop <-chan struct{}
+}
+
+// RecOutcome is what became of a recorded call.
+type RecOutcome struct {
+	// Reply: Redis answered (Settled false).
+	Reply Reply
+	// Settled: the reply was lost; Ran reports whether the call changed
+	// data, Record is what it recorded.
+	Settled bool
+	Ran     bool
+	Record  string
+}
+
+// Int returns the call's integer outcome: the reply, or after a lost reply
+// the record (0 when it did not run).
+func (o RecOutcome) Int() (int64, error) {
+	if !o.Settled {
+		return o.Reply.Int()
+	}
+	if !o.Ran {
+		return 0, nil
+	}
+	return strconv.ParseInt(o.Record, 10, 64)
+}
+
+// errFenced is a call that found its own fence: it was settled as not run
+// before it ran, so its reply can only reach a caller that kept waiting
+// past the settling, which none does.
+var errFenced = errors.New("rlock: a call ran after it was fenced")
+
+// Recorded runs c once, exactly: a refused call (NotRun) is resent with
+// back-off until deadline; a lost reply is settled from the record for the
+// budget, never by resending. When it is still unknown, it returns
+// ErrUnresolved and settles it in the background (running c.Undo if it
+// ran). With replica sync, a reply that no replica acknowledged comes back
+// with Unsynced true; the caller decides (undo an acquisition, Resync a
+// release).
+func (e *Engine) Recorded(ctx context.Context, deadline time.Time, c *RecCall) (RecOutcome, error) {
+	if e.Closed() {
+		return RecOutcome{}, hold.ErrClosed
+	}
+	seq, low := e.ops.begin()
+	sq := strconv.FormatUint(seq, 10)
+	fence := NewFence(c.Name)
+	record := names.Record(c.Name, e.ClientID)
+	keys := make([]string, 0, len(c.Keys)+2)
+	keys = append(append(keys, c.Keys...), fence, record)
+	args := make([]string, 0, len(c.Args)+3)
+	args = append(append(args, sq, strconv.FormatUint(low, 10), fenceTTLms), c.Args...)
+	var bo Backoff
+	for {
+		var r Reply
+		if c.NoSync {
+			r = e.X.RunPlain(ctx, c.Script, keys, args)
+		} else {
+			r = e.X.Run(ctx, c.Script, keys, args)
+		}
+		switch r.Class {
+		case Done:
+			e.ops.end(seq)
+			if s, err := r.Res.ToString(); err == nil && s == "FENCED" {
+				return RecOutcome{}, fmt.Errorf("%w: %q", errFenced, c.Name)
+			}
+			return RecOutcome{Reply: r}, nil
+		case Failed:
+			e.ops.end(seq)
+			return RecOutcome{}, r.Err
+		case Closed:
+			if e.Closed() {
+				e.ops.end(seq)
+				return RecOutcome{}, r.Err
+			}
+		case NotRun:
+			d := bo.Next()
+			if time.Now().Add(d).After(deadline) {
+				e.ops.end(seq)
+				return RecOutcome{}, r.Err
+			}
+			if err := sleep(ctx, d); err != nil {
+				e.ops.end(seq)
+				return RecOutcome{}, err
+			}
+			continue
+		}
+		// Unknown: settle, for the budget whatever ctx (unless c.Stop).
+		o, err := e.settleRecord(time.Now().Add(e.Budget), c.Name, fence, record, sq, c.Stop)
+		if err == nil {
+			e.ops.end(seq)
+			if o.Ran && !c.NoSync && e.X.Sync.Enabled {
+				// The settling read the record unsynced: wait for the
+				// replicas to have the write before it counts.
+				acked, replicas, serr := e.X.Resync(ctx, c.Name, NewFence(c.Name))
+				o.Reply = Reply{Class: Done, Acked: acked, Replicas: replicas, SyncErr: serr}
+			}
+			return o, nil
+		}
+		var perm *permanentError
+		if errors.As(err, &perm) || errors.Is(err, hold.ErrClosed) {
+			e.ops.end(seq)
+			return RecOutcome{}, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
+		}
+		e.laterRecord(c, fence, record, sq, seq)
+		return RecOutcome{}, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
+	}
+}
+
+// settleRecord runs sync_fence.lua until Redis answers, deadline passes or
+// stop is closed.
+func (e *Engine) settleRecord(deadline time.Time, name, fence, record, seq string, stop <-chan struct{}) (RecOutcome, error) {
+	var bo Backoff
+	for {
+		select {
+		case <-stop:
+			return RecOutcome{}, context.Canceled
+		default:
+		}
+		r := e.X.RunPlain(context.Background(), scripts.SyncFence, []string{fence, record}, []string{seq, fenceTTLms})
+		switch r.Class {
+		case Done:
+			if r.Err != nil || r.Res.Error() != nil {
+				// A nil reply: not run, fenced.
+				return RecOutcome{Settled: true}, nil
+			}
+			s, err := r.Res.ToString()
+			v, ok := strings.CutPrefix(s, seq+":")
+			if err != nil || !ok {
+				return RecOutcome{}, &permanentError{fmt.Errorf("sync_fence: unexpected reply %v", r.Res)}
+			}
+			return RecOutcome{Settled: true, Ran: true, Record: v}, nil
+		case Failed:
+			return RecOutcome{}, &permanentError{r.Err}
+		case Closed:
+			if e.Closed() {
+				return RecOutcome{}, hold.ErrClosed
+			}
+		}
+		d := bo.Next()
+		if time.Now().Add(d).After(deadline) {
+			return RecOutcome{}, r.Err
+		}
+		select {
+		case <-time.After(d):
+		case <-stop:
+			return RecOutcome{}, r.Err
+		case <-e.closing:
+			return RecOutcome{}, hold.ErrClosed
+		}
+	}
+}
+
+// laterRecord settles c in the background until it is known or the engine
+// closes, then runs c.Undo if the call ran.
+func (e *Engine) laterRecord(c *RecCall, fence, record, sq string, seq uint64) {
+	e.bg.Add(1)
+	go func() {
+		defer e.bg.Done()
+		defer e.ops.end(seq)
+		var bo Backoff
+		for !e.Closed() {
+			o, err := e.settleRecord(time.Now().Add(e.Budget), c.Name, fence, record, sq, nil)
+			if err == nil {
+				if o.Ran && c.Undo != nil {
+					c.Undo(e.bgCtx, o.Record)
+				}
+				return
+			}
+			var perm *permanentError
+			if errors.As(err, &perm) {
+				e.X.Log.Warn("rlock: cannot settle a lost reply", "object", c.Name, "script", c.Script.String(), "err", err)
+				return
+			}
+			select {
+			case <-time.After(bo.Next()):
+			case <-e.closing:
+			}
+		}
+	}()
+}
+
+// SyncResync is the replica sync of a recorded write that ran but that no
+// replica acknowledged: it waits again (never resending the script) and
+// returns ErrNoSyncedReplicas if none ever acknowledged.
+func (e *Engine) SyncResync(ctx context.Context, name string, r Reply) error {
+	return e.resync(ctx, name, r)
+}

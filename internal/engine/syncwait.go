@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/goredisson/locks/internal/hold"
+	"github.com/goredisson/locks/pubsub"
+)
+
+// SyncRecheck bounds each wait of a synchronizer between two attempts.
+// Redisson's semaphore and latch wait for messages with no time limit; a
+// lost message (a reconnect, a failover) then costs this much latency, not
+// a hang.
+const SyncRecheck = time.Second
+
+// WaitSync is the wait loop of the synchronizers: try; subscribe to
+// channel; try again; wait for a message at most min(hint, SyncRecheck,
+// time left); repeat, until try succeeds or fails, end passes (zero: no
+// limit; end not after now: one attempt, no subscription) or ctx ends
+// (ctx's error). try gets the deadline of its call's retries and reports
+// ok, or a hint (> 0) of when to look again.
+func (e *Engine) WaitSync(ctx context.Context, name, channel string, end time.Time,
+	try func(ctx context.Context, deadline time.Time) (ok bool, hint time.Duration, err error)) (bool, error) {
+	if e.Closed() {
+		return false, hold.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	start := time.Now()
+	first := start.Add(e.Budget)
+	if end.After(first) {
+		first = end
+	}
+	ok, hint, err := try(ctx, first)
+	if ok || err != nil {
+		return ok, err
+	}
+	left := func() time.Duration { return time.Until(end) }
+	if !end.IsZero() && left() <= 0 {
+		return false, nil
+	}
+	subTimeout := e.SubscriptionTimeout
+	if !end.IsZero() && left() < subTimeout {
+		subTimeout = left()
+	}
+	sctx, cancel := context.WithTimeout(ctx, subTimeout)
+	sub, err := e.Hub.Subscribe(sctx, channel)
+	cancel()
+	if err != nil {
+		switch {
+		case errors.Is(err, pubsub.ErrClosed):
+			return false, hold.ErrClosed
+		case ctx.Err() != nil:
+			return false, ctx.Err()
+		case !end.IsZero() && left() <= 0:
+			return false, nil
+		case errors.Is(err, context.DeadlineExceeded):
+			return false, fmt.Errorf("%w: %q: no subscription to %q within %v", ErrTimeout, name, channel, e.SubscriptionTimeout)
+		}
+		return false, fmt.Errorf("rlock: %q: subscribing to %q: %w", name, channel, err)
+	}
+	defer sub.Release()
+	for {
+		deadline := end
+		if deadline.IsZero() || time.Until(deadline) < e.Budget {
+			deadline = time.Now().Add(e.Budget)
+		}
+		ok, hint, err = try(ctx, deadline)
+		if ok || err != nil {
+			return ok, err
+		}
+		d := SyncRecheck
+		if hint > 0 && hint < d {
+			d = hint
+		}
+		if !end.IsZero() {
+			r := left()
+			if r <= 0 {
+				return false, nil
+			}
+			d = min(d, r)
+		}
+		if _, err := sub.Wait(ctx, d); err != nil {
+			if ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			if errors.Is(err, pubsub.ErrClosed) {
+				return false, hold.ErrClosed
+			}
+			return false, fmt.Errorf("rlock: %q: waiting: %w", name, err)
+		}
+	}
+}
