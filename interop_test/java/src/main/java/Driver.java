@@ -77,7 +77,28 @@ import org.redisson.config.Config;
  *                                CLIENTID:THREADID                     ok UUID
  * parked T                       whether thread T is parked on a
  *                                java.util.concurrent.Semaphore (the wait of
- *                                Redisson's lock entry latch)          ok true|false
+ *                                Redisson's lock and semaphore entry latch) or
+ *                                a ReclosableLatch (a count-down latch's)  ok true|false
+ * Synchronizers (RSemaphore S, RPermitExpirableSemaphore P, RCountDownLatch L
+ * of client, the first one in masters mode); T: commands that wait run on T:
+ * semtryset name n               S.trySetPermits(n)                    ok true|false
+ * semacquire T name n            S.acquire(n)                          ok
+ * semtryacquire T name n waitMs  waitMs &lt; 0: S.tryAcquire(n), else
+ *                                S.tryAcquire(n, waitMs, MILLISECONDS) ok true|false
+ * semrelease name n, semadd name n                                     ok
+ * semavail name, semdrain name   availablePermits(), drainPermits()    ok 3
+ * psemtryset name n, psemset name n, psemadd name n, psemavail name
+ * psemacquire T name leaseMs     leaseMs &lt; 0: P.acquire(), else
+ *                                P.acquire(leaseMs, MILLISECONDS)      ok ID
+ * psemtryacquire T name waitMs leaseMs
+ *                                waitMs &lt; 0: P.tryAcquire(), else
+ *                                P.tryAcquire(waitMs, leaseMs, MILLISECONDS) ok ID|null
+ * psemrelease name id            P.release(id)                         ok
+ * psemtryrelease name id         P.tryRelease(id)                      ok true|false
+ * psemupdate name id leaseMs     P.updateLeaseTime(id, leaseMs, MILLISECONDS) ok true|false
+ * latchtryset name n, latchcountdown name, latchcount name, latchdelete name
+ * latchawait T name waitMs       waitMs &lt; 0: L.await() (ok true), else
+ *                                L.await(waitMs, MILLISECONDS)         ok true|false
  * info                           ok version=V clientidsrc=HOW java=J
  * quit                           shuts Redisson down, replies, exits 0 ok
  * </pre>
@@ -239,6 +260,11 @@ public final class Driver {
             case "incr":
             case "locktoken":
             case "trylocktoken":
+            case "semacquire":
+            case "semtryacquire":
+            case "psemacquire":
+            case "psemtryacquire":
+            case "latchawait":
                 worker(a).submit(id, () -> exec(cmd, a));
                 return;
             default:
@@ -315,6 +341,95 @@ public final class Driver {
             case "ttl":
                 need(a, 1, "ttl name");
                 return Long.toString(lock(a[0]).remainTimeToLive());
+            // ---- synchronizers ----
+            case "semtryset":
+                need(a, 2, "semtryset name n");
+                return Boolean.toString(client.getSemaphore(a[0]).trySetPermits(parseInt(a[1])));
+            case "semacquire":
+                need(a, 3, "semacquire T name n");
+                client.getSemaphore(a[1]).acquire(parseInt(a[2]));
+                return null;
+            case "semtryacquire": {
+                need(a, 4, "semtryacquire T name n waitMs");
+                long waitMs = parseLong(a[3]);
+                org.redisson.api.RSemaphore s = client.getSemaphore(a[1]);
+                boolean ok = waitMs < 0 ? s.tryAcquire(parseInt(a[2])) : s.tryAcquire(parseInt(a[2]), waitMs, TimeUnit.MILLISECONDS);
+                return Boolean.toString(ok);
+            }
+            case "semrelease":
+                need(a, 2, "semrelease name n");
+                client.getSemaphore(a[0]).release(parseInt(a[1]));
+                return null;
+            case "semadd":
+                need(a, 2, "semadd name n");
+                client.getSemaphore(a[0]).addPermits(parseInt(a[1]));
+                return null;
+            case "semavail":
+                need(a, 1, "semavail name");
+                return Integer.toString(client.getSemaphore(a[0]).availablePermits());
+            case "semdrain":
+                need(a, 1, "semdrain name");
+                return Integer.toString(client.getSemaphore(a[0]).drainPermits());
+            case "psemtryset":
+                need(a, 2, "psemtryset name n");
+                return Boolean.toString(client.getPermitExpirableSemaphore(a[0]).trySetPermits(parseInt(a[1])));
+            case "psemset":
+                need(a, 2, "psemset name n");
+                client.getPermitExpirableSemaphore(a[0]).setPermits(parseInt(a[1]));
+                return null;
+            case "psemadd":
+                need(a, 2, "psemadd name n");
+                client.getPermitExpirableSemaphore(a[0]).addPermits(parseInt(a[1]));
+                return null;
+            case "psemavail":
+                need(a, 1, "psemavail name");
+                return Integer.toString(client.getPermitExpirableSemaphore(a[0]).availablePermits());
+            case "psemacquire": {
+                need(a, 3, "psemacquire T name leaseMs");
+                long leaseMs = parseLong(a[2]);
+                org.redisson.api.RPermitExpirableSemaphore s = client.getPermitExpirableSemaphore(a[1]);
+                return leaseMs < 0 ? s.acquire() : s.acquire(leaseMs, TimeUnit.MILLISECONDS);
+            }
+            case "psemtryacquire": {
+                need(a, 4, "psemtryacquire T name waitMs leaseMs");
+                long waitMs = parseLong(a[2]);
+                org.redisson.api.RPermitExpirableSemaphore s = client.getPermitExpirableSemaphore(a[1]);
+                String pid = waitMs < 0 ? s.tryAcquire() : s.tryAcquire(waitMs, parseLong(a[3]), TimeUnit.MILLISECONDS);
+                return String.valueOf(pid);
+            }
+            case "psemrelease":
+                need(a, 2, "psemrelease name id");
+                client.getPermitExpirableSemaphore(a[0]).release(a[1]);
+                return null;
+            case "psemtryrelease":
+                need(a, 2, "psemtryrelease name id");
+                return Boolean.toString(client.getPermitExpirableSemaphore(a[0]).tryRelease(a[1]));
+            case "psemupdate":
+                need(a, 3, "psemupdate name id leaseMs");
+                return Boolean.toString(client.getPermitExpirableSemaphore(a[0]).updateLeaseTime(a[1], parseLong(a[2]), TimeUnit.MILLISECONDS));
+            case "latchtryset":
+                need(a, 2, "latchtryset name n");
+                return Boolean.toString(client.getCountDownLatch(a[0]).trySetCount(parseLong(a[1])));
+            case "latchcountdown":
+                need(a, 1, "latchcountdown name");
+                client.getCountDownLatch(a[0]).countDown();
+                return null;
+            case "latchcount":
+                need(a, 1, "latchcount name");
+                return Long.toString(client.getCountDownLatch(a[0]).getCount());
+            case "latchdelete":
+                need(a, 1, "latchdelete name");
+                return Boolean.toString(client.getCountDownLatch(a[0]).delete());
+            case "latchawait": {
+                need(a, 3, "latchawait T name waitMs");
+                long waitMs = parseLong(a[2]);
+                org.redisson.api.RCountDownLatch l = client.getCountDownLatch(a[1]);
+                if (waitMs < 0) {
+                    l.await();
+                    return "true";
+                }
+                return Boolean.toString(l.await(waitMs, TimeUnit.MILLISECONDS));
+            }
             case "clientid":
                 need(a, 0, "clientid");
                 return clientId;
@@ -433,6 +548,14 @@ public final class Driver {
         }
     }
 
+    private static int parseInt(String s) {
+        long v = parseLong(s);
+        if (v < Integer.MIN_VALUE || v > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("not an int: " + s);
+        }
+        return (int) v;
+    }
+
     // ---- replies ----
 
     interface Command {
@@ -482,7 +605,8 @@ public final class Driver {
         }
 
         /**
-         * Whether the thread is parked in a Semaphore's acquire: Redisson's
+         * Whether the thread is parked in a Semaphore's acquire (or a
+         * count-down latch entry's ReclosableLatch): Redisson's
          * lock loops wait on the lock entry's Semaphore latch, and an unlock
          * message releases only the threads already queued on it (a "1"
          * message of the read-write lock releases getQueueLength()). A
@@ -494,7 +618,8 @@ public final class Driver {
                 return false;
             }
             for (StackTraceElement e : thread.getStackTrace()) {
-                if (e.getClassName().equals("java.util.concurrent.Semaphore")) {
+                String c = e.getClassName();
+                if (c.equals("java.util.concurrent.Semaphore") || c.equals("org.redisson.misc.ReclosableLatch")) {
                     return true;
                 }
             }
