@@ -114,15 +114,39 @@ var errFenced = errors.New("rlock: a call ran after it was fenced")
 
 // Recorded runs c once, exactly: a refused call (NotRun) is resent with
 // back-off until deadline; a lost reply is settled from the record for the
-// budget, never by resending. When it is still unknown, it returns
+// budget, never by resending: a call found to have run is reported from
+// its record, one found not to have run (now fenced) is sent again as a
+// new call while the deadline allows. When it is still unknown, it returns
 // ErrUnresolved and settles it in the background (running c.Undo if it
 // ran). With replica sync, a reply that no replica acknowledged comes back
 // with Unsynced true; the caller decides (undo an acquisition, Resync a
 // release).
 func (e *Engine) Recorded(ctx context.Context, deadline time.Time, c *RecCall) (RecOutcome, error) {
-	if e.Closed() {
-		return RecOutcome{}, hold.ErrClosed
+	var bo Backoff
+	for {
+		if e.Closed() {
+			return RecOutcome{}, hold.ErrClosed
+		}
+		o, retry, err := e.recordedOnce(ctx, deadline, c, &bo)
+		if !retry {
+			return o, err
+		}
+		// The call was settled as not run (fenced): it is as if Redis had
+		// refused it, and a new call (a new seq and fence) may go.
+		d := bo.Next()
+		if time.Now().Add(d).After(deadline) {
+			return RecOutcome{}, fmt.Errorf("rlock: %q: %w", c.Name, err)
+		}
+		if serr := sleep(ctx, d); serr != nil {
+			return RecOutcome{}, serr
+		}
 	}
+}
+
+// recordedOnce is one call of Recorded under one seq and fence: resent
+// while Redis refuses it, settled after a lost reply. retry reports a call
+// settled as not run (err says why its reply was lost).
+func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCall, bo *Backoff) (o RecOutcome, retry bool, err error) {
 	seq, low := e.ops.begin()
 	sq := strconv.FormatUint(seq, 10)
 	fence := NewFence(c.Name)
@@ -131,7 +155,6 @@ func (e *Engine) Recorded(ctx context.Context, deadline time.Time, c *RecCall) (
 	keys = append(append(keys, c.Keys...), fence, record)
 	args := make([]string, 0, len(c.Args)+3)
 	args = append(append(args, sq, strconv.FormatUint(low, 10), fenceTTLms), c.Args...)
-	var bo Backoff
 	for {
 		var r Reply
 		if c.NoSync {
@@ -143,26 +166,26 @@ func (e *Engine) Recorded(ctx context.Context, deadline time.Time, c *RecCall) (
 		case Done:
 			e.ops.end(seq)
 			if s, err := r.Res.ToString(); err == nil && s == "FENCED" {
-				return RecOutcome{}, fmt.Errorf("%w: %q", errFenced, c.Name)
+				return RecOutcome{}, false, fmt.Errorf("%w: %q", errFenced, c.Name)
 			}
-			return RecOutcome{Reply: r}, nil
+			return RecOutcome{Reply: r}, false, nil
 		case Failed:
 			e.ops.end(seq)
-			return RecOutcome{}, r.Err
+			return RecOutcome{}, false, r.Err
 		case Closed:
 			if e.Closed() {
 				e.ops.end(seq)
-				return RecOutcome{}, r.Err
+				return RecOutcome{}, false, r.Err
 			}
 		case NotRun:
 			d := bo.Next()
 			if time.Now().Add(d).After(deadline) {
 				e.ops.end(seq)
-				return RecOutcome{}, r.Err
+				return RecOutcome{}, false, r.Err
 			}
 			if err := sleep(ctx, d); err != nil {
 				e.ops.end(seq)
-				return RecOutcome{}, err
+				return RecOutcome{}, false, err
 			}
 			continue
 		}
@@ -170,21 +193,24 @@ func (e *Engine) Recorded(ctx context.Context, deadline time.Time, c *RecCall) (
 		o, err := e.settleRecord(time.Now().Add(e.Budget), c.Name, fence, record, sq, c.Stop)
 		if err == nil {
 			e.ops.end(seq)
-			if o.Ran && !c.NoSync && e.X.Sync.Enabled {
+			if !o.Ran {
+				return RecOutcome{}, true, r.Err
+			}
+			if !c.NoSync && e.X.Sync.Enabled {
 				// The settling read the record unsynced: wait for the
 				// replicas to have the write before it counts.
 				acked, replicas, serr := e.X.Resync(ctx, c.Name, NewFence(c.Name))
 				o.Reply = Reply{Class: Done, Acked: acked, Replicas: replicas, SyncErr: serr}
 			}
-			return o, nil
+			return o, false, nil
 		}
 		var perm *permanentError
 		if errors.As(err, &perm) || errors.Is(err, hold.ErrClosed) {
 			e.ops.end(seq)
-			return RecOutcome{}, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
+			return RecOutcome{}, false, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
 		}
 		e.laterRecord(c, fence, record, sq, seq)
-		return RecOutcome{}, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
+		return RecOutcome{}, false, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
 	}
 }
 

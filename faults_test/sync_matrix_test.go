@@ -1,0 +1,226 @@
+package faults_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/internal/redistest"
+	"github.com/goredisson/locks/rlock"
+	"github.com/goredisson/locks/scripts"
+)
+
+// syncCase is one synchronizer call of the matrix: set-up through the clean
+// client, the faulted call through the faulty one, and the exact state it
+// must leave.
+type syncCase struct {
+	name   string
+	script *scripts.Script
+	run    func(t *testing.T, e *matrixEnv, name string)
+}
+
+var syncCases = []syncCase{
+	{"semaphore/tryAcquire", scripts.SemAcquire, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		require.NoError(t, e.other.Semaphore(name).AddPermits(ctx, 1))
+		ok, err := e.c.Semaphore(name).TryAcquire(ctx, 1, 0)
+		require.NoError(t, err, "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.True(t, ok)
+		assert.Equal(t, 0, availSem(t, e, name), "one acquisition, one permit taken")
+		require.NoError(t, e.c.Semaphore(name).Release(ctx, 1))
+		assert.Equal(t, 1, availSem(t, e, name))
+	}},
+	{"semaphore/acquire in the wait loop", scripts.SemAcquire, nil}, // see TestSyncFaultMatrix
+	{"semaphore/release", scripts.SemUpdate, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		require.NoError(t, e.other.Semaphore(name).AddPermits(ctx, 2))
+		require.NoError(t, e.other.Semaphore(name).Acquire(ctx, 2))
+		require.NoError(t, e.c.Semaphore(name).Release(ctx, 2), "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.Equal(t, 2, availSem(t, e, name), "one release of 2, two permits back")
+	}},
+	{"semaphore/addPermits", scripts.SemUpdate, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		require.NoError(t, e.c.Semaphore(name).AddPermits(ctx, 3), "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.Equal(t, 3, availSem(t, e, name))
+	}},
+	{"semaphore/drain", scripts.SemUpdate, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		require.NoError(t, e.other.Semaphore(name).AddPermits(ctx, 4))
+		n, err := e.c.Semaphore(name).DrainPermits(ctx)
+		require.NoError(t, err, "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.Equal(t, 4, n, "the drained count, even after a lost reply")
+		assert.Equal(t, 0, availSem(t, e, name))
+	}},
+	{"permit semaphore/acquire", scripts.PsemAcquire, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(ctx, 1))
+		id, err := e.c.PermitExpirableSemaphore(name).Acquire(ctx, time.Minute)
+		require.NoError(t, err, "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.Equal(t, int64(1), doInt(t, e.srv, "ZCARD", rlock.PermitTimeoutName(name)), "one permit held")
+		assert.Equal(t, 0, availPsem(t, e, name))
+		require.NoError(t, e.other.PermitExpirableSemaphore(name).Release(ctx, id), "the id returned is the one held")
+		assert.Equal(t, 1, availPsem(t, e, name))
+	}},
+	{"permit semaphore/release", scripts.PsemRelease, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(ctx, 1))
+		id, err := e.other.PermitExpirableSemaphore(name).Acquire(ctx, 0)
+		require.NoError(t, err)
+		require.NoError(t, e.c.PermitExpirableSemaphore(name).Release(ctx, id), "the fault must be absorbed: a lost reply is not ErrNoPermit")
+		e.faulty.WaitLate()
+		assert.Equal(t, 1, availPsem(t, e, name), "one release, one permit back")
+		assert.Equal(t, int64(0), doInt(t, e.srv, "ZCARD", rlock.PermitTimeoutName(name)))
+	}},
+	{"permit semaphore/addPermits", scripts.PsemUpdate, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		require.NoError(t, e.c.PermitExpirableSemaphore(name).AddPermits(ctx, 2), "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.Equal(t, 2, availPsem(t, e, name))
+	}},
+	{"permit semaphore/updateLeaseTime", scripts.PsemQuery, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(ctx, 1))
+		id, err := e.other.PermitExpirableSemaphore(name).Acquire(ctx, time.Second)
+		require.NoError(t, err)
+		ok, err := e.c.PermitExpirableSemaphore(name).UpdateLeaseTime(ctx, id, time.Hour)
+		require.NoError(t, err, "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.True(t, ok)
+		lt, err := e.other.PermitExpirableSemaphore(name).LeaseTime(ctx, id)
+		require.NoError(t, err)
+		assert.Greater(t, lt, 50*time.Minute)
+		require.NoError(t, e.other.PermitExpirableSemaphore(name).Release(ctx, id))
+	}},
+	{"latch/countDown", scripts.LatchUpdate, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		ok, err := e.other.CountDownLatch(name).TrySetCount(ctx, 3)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, e.c.CountDownLatch(name).CountDown(ctx), "the fault must be absorbed")
+		e.faulty.WaitLate()
+		n, err := e.other.CountDownLatch(name).Count(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(2), n, "one countDown, one decrement")
+	}},
+	{"latch/trySetCount", scripts.LatchUpdate, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		ok, err := e.c.CountDownLatch(name).TrySetCount(ctx, 5)
+		require.NoError(t, err, "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.True(t, ok, "the one call that set it reports it, even after a lost reply")
+		n, err := e.other.CountDownLatch(name).Count(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, int64(5), n)
+	}},
+}
+
+func availSem(t *testing.T, e *matrixEnv, name string) int {
+	t.Helper()
+	n, err := e.other.Semaphore(name).AvailablePermits(context.Background())
+	require.NoError(t, err)
+	return n
+}
+
+func availPsem(t *testing.T, e *matrixEnv, name string) int {
+	t.Helper()
+	n, err := e.other.PermitExpirableSemaphore(name).AvailablePermits(context.Background())
+	require.NoError(t, err)
+	return n
+}
+
+// TestSyncFaultMatrix injects each fault of the matrix (request dropped,
+// reply lost, request late, connection killed mid-call, and the
+// refusals) into each write of the semaphore, the permit-expirable
+// semaphore and the count-down latch, and checks that the call's effect
+// happened exactly once and that the caller was told exactly that: no
+// permit taken or given back twice, none lost, a count decremented once.
+func TestSyncFaultMatrix(t *testing.T) {
+	srv := standaloneLocal(t)
+	probe := redistest.NewFaulty(must(srv.Client()))
+	defer probe.Client.Close()
+	rules := matrixFaults(t, probe, srv)
+	ctx := context.Background()
+	for _, sc := range syncCases {
+		for _, rule := range rules {
+			t.Run(sc.name+"/"+ruleName(rule), func(t *testing.T) {
+				e := newMatrixEnv(t, srv)
+				name := fmt.Sprintf("sm-%s-%s", sc.name, ruleName(rule))
+				r := rule
+				r.Match = isScript(sc.script)
+				if sc.run == nil {
+					// A waiter on an empty semaphore; the release wakes it
+					// and its attempt is faulted.
+					attempts := e.faulty.Count(isScript(sc.script))
+					got := make(chan error, 1)
+					go func() { got <- e.c.Semaphore(name).Acquire(ctx, 1) }()
+					eventually(t, 5*time.Second, "the waiter", func() bool { return e.c.Stats().Waiters == 1 && attempts() >= 2 })
+					e.faulty.Inject(r)
+					require.NoError(t, e.other.Semaphore(name).Release(ctx, 1))
+					select {
+					case err := <-got:
+						require.NoError(t, err)
+					case <-time.After(20 * time.Second):
+						t.Fatal("the waiter never got the permit")
+					}
+					e.faulty.WaitLate()
+					assert.Equal(t, 0, availSem(t, e, name), "one acquisition, one permit taken")
+				} else {
+					e.faulty.Inject(r)
+					sc.run(t, e, name)
+				}
+				assert.Zero(t, e.faulty.Pending(), "the fault was never hit")
+				assert.LessOrEqual(t, doInt(t, e.srv, "ZCARD", "goredisson_ops:{"+name+"}:"+e.c.ID()), int64(1), "records of resolved calls pile up")
+			})
+		}
+	}
+}
+
+// TestSyncAbandonedAcquire: an acquisition whose reply is lost while its
+// caller's ctx ends is settled in the background; a permit it took is
+// given back, so none is lost.
+func TestSyncAbandonedAcquire(t *testing.T) {
+	srv := standaloneLocal(t)
+	for _, kind := range []string{"semaphore", "permit semaphore"} {
+		t.Run(kind, func(t *testing.T) {
+			e := newMatrixEnv(t, srv)
+			name := "abandoned-" + kind
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			script := scripts.SemAcquire
+			if kind != "semaphore" {
+				script = scripts.PsemAcquire
+			}
+			var err error
+			avail := func() int {
+				if kind == "semaphore" {
+					return availSem(t, e, name)
+				}
+				return availPsem(t, e, name)
+			}
+			// The reply is lost after the script ran, and the caller
+			// leaves at that moment.
+			e.faulty.Inject(redistest.Rule{Match: isScript(script), Fault: redistest.LoseReply, After: cancel})
+			if kind == "semaphore" {
+				require.NoError(t, e.other.Semaphore(name).AddPermits(context.Background(), 1))
+				err = e.c.Semaphore(name).Acquire(ctx, 1)
+			} else {
+				require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(context.Background(), 1))
+				_, err = e.c.PermitExpirableSemaphore(name).Acquire(ctx, 0)
+			}
+			require.ErrorIs(t, err, context.Canceled)
+			eventually(t, 10*time.Second, "the abandoned permit given back", func() bool { return avail() == 1 })
+			if kind != "semaphore" {
+				assert.Equal(t, int64(0), doInt(t, e.srv, "ZCARD", rlock.PermitTimeoutName(name)))
+			}
+		})
+	}
+}
