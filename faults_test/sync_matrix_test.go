@@ -224,3 +224,34 @@ func TestSyncAbandonedAcquire(t *testing.T) {
 		})
 	}
 }
+
+// TestSyncRecordsPerObject: a call on one object whose outcome stays
+// unknown for a while keeps its own record, and no one else's: calls on
+// another object resolved since leave no records behind; once it is
+// settled, the abandoned permit comes back.
+func TestSyncRecordsPerObject(t *testing.T) {
+	srv := standaloneLocal(t)
+	e := newMatrixEnv(t, srv)
+	ctx := context.Background()
+	require.NoError(t, e.other.Semaphore("rec-a").AddPermits(ctx, 1))
+	require.NoError(t, e.other.Semaphore("rec-b").AddPermits(ctx, 1))
+	// Load the script: a lost reply to a NOSCRIPT would be a call that
+	// did not run.
+	do(t, srv, "SCRIPT", "LOAD", scripts.SemAcquire.Text())
+	e.faulty.Inject(redistest.Rule{Match: isScript(scripts.SemAcquire), Fault: redistest.LoseReply})
+	e.faulty.Inject(redistest.Rule{Match: isScript(scripts.SyncFence), Fault: redistest.Drop, Times: 1 << 30})
+	_, err := e.c.Semaphore("rec-a").TryAcquire(ctx, 1, 0)
+	require.ErrorIs(t, err, rlock.ErrUnresolved, "the settling cannot reach Redis")
+	b := e.c.Semaphore("rec-b")
+	for range 100 {
+		ok, err := b.TryAcquire(ctx, 1, 0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.NoError(t, b.Release(ctx, 1))
+	}
+	assert.LessOrEqual(t, doInt(t, srv, "ZCARD", "goredisson_ops:{rec-b}:"+e.c.ID()), int64(1), "rec-a's unknown call pinned rec-b's records")
+	assert.Equal(t, int64(1), doInt(t, srv, "ZCARD", "goredisson_ops:{rec-a}:"+e.c.ID()), "the unknown call's record is kept")
+	e.faulty.Clear()
+	assert.Equal(t, 0, availSem(t, e, "rec-a"), "the unknown call took the permit")
+	eventually(t, 20*time.Second, "the abandoned permit given back", func() bool { return availSem(t, e, "rec-a") == 1 })
+}

@@ -136,6 +136,7 @@ type entry struct {
 	permits   int
 	waiters   []*Sub
 	closed    bool
+	reset     bool // latch policy: the last message was "1" (a new count, or a delete)
 }
 
 // Sub is one waiter's share of a channel subscription. A Sub is used by one
@@ -271,6 +272,16 @@ func (s *Sub) Wait(ctx context.Context, d time.Duration) (bool, error) {
 	return true, nil
 }
 
+// LatchReset reports, on a count-down latch's channel, whether the last
+// message was "1" (the latch was set again, or deleted) with no "0" since:
+// a count of zero read then is a deleted latch, which Redisson's awaiters
+// keep waiting on, not an opened one whose "0" was lost.
+func (s *Sub) LatchReset() bool {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	return s.e.reset
+}
+
 func (e *entry) closedErr() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -365,10 +376,16 @@ func (e *entry) onMessage(m rueidis.PubSubMessage) {
 		}
 		e.mu.Unlock()
 	case latchPolicy:
+		if m.Message == "1" {
+			e.mu.Lock()
+			e.reset = true
+			e.mu.Unlock()
+		}
 		if m.Message != "0" {
 			return
 		}
 		e.mu.Lock()
+		e.reset = false
 		woken := len(e.waiters)
 		e.signalAll()
 		e.hub.mu.Lock()

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/goredisson/locks/internal/engine"
 	"github.com/goredisson/locks/internal/names"
+	"github.com/goredisson/locks/pubsub"
 	"github.com/goredisson/locks/scripts"
 )
 
@@ -31,6 +33,12 @@ type CountDownLatch struct {
 func (c *Client) CountDownLatch(name string) *CountDownLatch {
 	l := &CountDownLatch{c: c, name: name, channel: names.LatchChannel(name)}
 	l.err = checkSyncName(name, c.cluster, l.channel)
+	if l.err != nil && c.cluster && strings.Contains(name, "{") {
+		// Redisson's latch channel wraps the name in braces whatever it
+		// holds, so a hash tag in the name moves the channel's slot.
+		l.err = fmt.Errorf("%w: %q: a count-down latch's channel %q wraps the name in braces (as Redisson's does), "+
+			"so on a cluster a latch name must not contain '{' (Redisson's script fails there with CROSSSLOT)", ErrInvalidName, name, l.channel)
+	}
 	return l
 }
 
@@ -98,9 +106,15 @@ func (l *CountDownLatch) await(ctx context.Context, end time.Time) (bool, error)
 	if l.err != nil {
 		return false, l.err
 	}
-	return l.c.eng.WaitSync(ctx, l.name, l.channel, end, func(ctx context.Context, _ time.Time) (bool, time.Duration, error) {
+	return l.c.eng.WaitLatch(ctx, l.name, l.channel, end, func(ctx context.Context, sub *pubsub.Sub, woken bool) (bool, error) {
 		n, err := l.c.getInt(ctx, l.name)
-		return err == nil && n <= 0, 0, err
+		if err != nil || n > 0 {
+			return false, err
+		}
+		// Zero: open, unless it reads zero because the latch was deleted
+		// (a "1" and no "0" since), which Redisson's awaiters wait on
+		// through. Without any message (a lost "0"), the re-check opens.
+		return sub == nil || woken || !sub.LatchReset(), nil
 	})
 }
 

@@ -14,6 +14,10 @@ import (
 	"github.com/goredisson/locks/scripts"
 )
 
+// maxPermitsPerCall bounds the ids of one AcquireN or TryReleaseN: each
+// is a script argument, and Redis' Lua unpacks at most about 8000.
+const maxPermitsPerCall = 4096
+
 // neverExpires is Redisson's score of a permit without a lease
 // (contract 5.6).
 const neverExpires = "922337203685477"
@@ -158,8 +162,8 @@ func (s *PermitExpirableSemaphore) TryRelease(ctx context.Context, id string) (b
 // not expired, and returns how many it gave back (0 and nothing changed
 // otherwise), as Redisson's tryRelease(ids).
 func (s *PermitExpirableSemaphore) TryReleaseN(ctx context.Context, ids []string) (int, error) {
-	if len(ids) == 0 {
-		return 0, fmt.Errorf("%w: %q: no permit ids", ErrInvalidArgument, s.name)
+	if len(ids) == 0 || len(ids) > maxPermitsPerCall {
+		return 0, fmt.Errorf("%w: %q: %d permit ids: from 1 to %d at once", ErrInvalidArgument, s.name, len(ids), maxPermitsPerCall)
 	}
 	raw := make([]string, len(ids))
 	for i, id := range ids {
@@ -239,8 +243,8 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lea
 	if s.err != nil {
 		return nil, false, s.err
 	}
-	if n < 1 {
-		return nil, false, fmt.Errorf("%w: %q: acquire %d permits: at least 1", ErrInvalidArgument, s.name, n)
+	if n < 1 || n > maxPermitsPerCall {
+		return nil, false, fmt.Errorf("%w: %q: acquire %d permits: from 1 to %d at once", ErrInvalidArgument, s.name, n, maxPermitsPerCall)
 	}
 	e := s.c.eng
 	var end time.Time
@@ -248,51 +252,54 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lea
 		end = time.Now().Add(wait)
 	}
 	var ids []string
-	unsynced := 0
 	ok, err := e.WaitSync(ctx, s.name, s.channel, end, func(ctx context.Context, deadline time.Time) (bool, time.Duration, error) {
-		raw := make([]string, n)
-		buf := make([]byte, 16*n)
-		_, _ = rand.Read(buf) // never fails (crypto/rand)
-		for i := range raw {
-			raw[i] = string(buf[16*i : 16*(i+1)])
-		}
-		now := time.Now()
-		args := append([]string{strconv.Itoa(n), expiry(now, lease), strconv.FormatInt(now.UnixMilli(), 10), neverExpires, e.Publish}, raw...)
-		o, err := e.Recorded(ctx, deadline, &engine.RecCall{
-			Script: scripts.PsemAcquire, Name: s.name, Keys: []string{s.name, s.timeouts, s.channel}, Args: args,
-			Stop: ctx.Done(),
-			Undo: func(bg context.Context, _ string) { s.undo(bg, raw) },
-		})
-		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, engine.ErrUnresolved) {
-				return false, 0, ctx.Err() // the background gives them back if it ran
+		for unsynced := 1; ; unsynced++ {
+			raw := make([]string, n)
+			buf := make([]byte, 16*n)
+			_, _ = rand.Read(buf) // never fails (crypto/rand)
+			for i := range raw {
+				raw[i] = string(buf[16*i : 16*(i+1)])
 			}
-			return false, 0, fmt.Errorf("rlock: %q: acquire %d permit(s): %w", s.name, n, err)
-		}
-		v, err := o.Int()
-		if err != nil {
-			return false, 0, fmt.Errorf("rlock: %q: acquire: unexpected reply: %w", s.name, err)
-		}
-		if v != 1 {
-			var hint time.Duration
-			if v > 1 {
-				hint = max(time.Until(time.UnixMilli(v)), time.Millisecond)
+			now := time.Now()
+			args := append([]string{strconv.Itoa(n), expiry(now, lease), strconv.FormatInt(now.UnixMilli(), 10), neverExpires, e.Publish}, raw...)
+			o, err := e.Recorded(ctx, deadline, &engine.RecCall{
+				Script: scripts.PsemAcquire, Name: s.name, Keys: []string{s.name, s.timeouts, s.channel}, Args: args,
+				Stop: ctx.Done(),
+				Undo: func(bg context.Context, _ string) { s.undo(bg, raw) },
+			})
+			if err != nil {
+				if ctx.Err() != nil && errors.Is(err, engine.ErrUnresolved) {
+					return false, 0, ctx.Err() // the background gives them back if it ran
+				}
+				return false, 0, fmt.Errorf("rlock: %q: acquire %d permit(s): %w", s.name, n, err)
 			}
-			return false, hint, nil
-		}
-		if o.Reply.Unsynced() {
-			unsynced++
-			s.undo(ctx, raw)
-			if unsynced >= e.X.Sync.Attempts {
-				return false, 0, fmt.Errorf("%w: %q: acquire, %d attempt(s)", ErrNoSyncedReplicas, s.name, unsynced)
+			v, err := o.Int()
+			if err != nil {
+				return false, 0, fmt.Errorf("rlock: %q: acquire: unexpected reply: %w", s.name, err)
 			}
-			return false, 0, e.X.Sync.Sleep(ctx)
+			if v != 1 {
+				var hint time.Duration
+				if v > 1 {
+					hint = max(time.Until(time.UnixMilli(v)), time.Millisecond)
+				}
+				return false, hint, nil
+			}
+			if o.Reply.Unsynced() {
+				s.undo(ctx, raw)
+				if unsynced >= e.X.Sync.Attempts {
+					return false, 0, fmt.Errorf("%w: %q: acquire, %d attempt(s)", ErrNoSyncedReplicas, s.name, unsynced)
+				}
+				if err := e.X.Sync.Sleep(ctx); err != nil {
+					return false, 0, err
+				}
+				continue
+			}
+			ids = make([]string, n)
+			for i, r := range raw {
+				ids[i] = hex.EncodeToString([]byte(r))
+			}
+			return true, 0, nil
 		}
-		ids = make([]string, n)
-		for i, r := range raw {
-			ids[i] = hex.EncodeToString([]byte(r))
-		}
-		return true, 0, nil
 	})
 	if !ok || err != nil {
 		return nil, false, err

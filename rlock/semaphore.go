@@ -126,37 +126,40 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (boo
 		end = time.Now().Add(wait)
 	}
 	arg := strconv.Itoa(n)
-	unsynced := 0
 	return e.WaitSync(ctx, s.name, s.channel, end, func(ctx context.Context, deadline time.Time) (bool, time.Duration, error) {
-		o, err := e.Recorded(ctx, deadline, &engine.RecCall{
-			Script: scripts.SemAcquire, Name: s.name, Keys: []string{s.name}, Args: []string{arg},
-			Stop: ctx.Done(),
-			Undo: func(bg context.Context, _ string) { s.undo(bg, arg) },
-		})
-		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, engine.ErrUnresolved) {
-				return false, 0, ctx.Err() // the background gives it back if it ran
+		for unsynced := 1; ; unsynced++ {
+			o, err := e.Recorded(ctx, deadline, &engine.RecCall{
+				Script: scripts.SemAcquire, Name: s.name, Keys: []string{s.name}, Args: []string{arg},
+				Stop: ctx.Done(),
+				Undo: func(bg context.Context, _ string) { s.undo(bg, arg) },
+			})
+			if err != nil {
+				if ctx.Err() != nil && errors.Is(err, engine.ErrUnresolved) {
+					return false, 0, ctx.Err() // the background gives it back if it ran
+				}
+				return false, 0, fmt.Errorf("rlock: %q: acquire %d permit(s): %w", s.name, n, err)
 			}
-			return false, 0, fmt.Errorf("rlock: %q: acquire %d permit(s): %w", s.name, n, err)
+			v, err := o.Int()
+			if err != nil {
+				return false, 0, fmt.Errorf("rlock: %q: acquire: unexpected reply: %w", s.name, err)
+			}
+			if v != 1 {
+				return false, 0, nil
+			}
+			if !o.Reply.Unsynced() {
+				return true, 0, nil
+			}
+			// No replica has the permits taken: a failover would hand
+			// them out again. Give them back and try again, as Redisson
+			// does (handleNoSync).
+			s.undo(ctx, arg)
+			if unsynced >= e.X.Sync.Attempts {
+				return false, 0, fmt.Errorf("%w: %q: acquire, %d attempt(s)", ErrNoSyncedReplicas, s.name, unsynced)
+			}
+			if err := e.X.Sync.Sleep(ctx); err != nil {
+				return false, 0, err
+			}
 		}
-		v, err := o.Int()
-		if err != nil {
-			return false, 0, fmt.Errorf("rlock: %q: acquire: unexpected reply: %w", s.name, err)
-		}
-		if v != 1 {
-			return false, 0, nil
-		}
-		if !o.Reply.Unsynced() {
-			return true, 0, nil
-		}
-		// No replica has the permits taken: a failover would hand them
-		// out again. Give them back and try again, as Redisson does.
-		unsynced++
-		s.undo(ctx, arg)
-		if unsynced >= e.X.Sync.Attempts {
-			return false, 0, fmt.Errorf("%w: %q: acquire, %d attempt(s)", ErrNoSyncedReplicas, s.name, unsynced)
-		}
-		return false, 0, e.X.Sync.Sleep(ctx)
 	})
 }
 

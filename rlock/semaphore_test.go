@@ -315,6 +315,8 @@ func TestPermitExpirableSemaphore(t *testing.T) {
 		assert.Equal(t, 5, avail(t, s))
 		_, err = s.AcquireN(ctx, 0, 0)
 		assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
+		_, _, err = s.TryAcquireN(ctx, 1<<60, 0, 0)
+		assert.ErrorIs(t, err, rlock.ErrInvalidArgument, "a huge n is refused, not allocated")
 	})
 
 	t.Run("Concurrency", func(t *testing.T) {
@@ -428,6 +430,32 @@ func TestCountDownLatch(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("an awaiter was not released")
 			}
+		}
+	})
+
+	t.Run("DeleteKeepsAwaiters", func(t *testing.T) {
+		// Redisson: a delete publishes "1", which closes the latch;
+		// awaiters wait on until a latch set again reaches zero.
+		name := "latch-delete"
+		l := c.CountDownLatch(name)
+		ok, err := l.TrySetCount(ctx, 1)
+		require.NoError(t, err)
+		require.True(t, ok)
+		res := make(chan bool, 1)
+		go func() {
+			ok, err := e.client().CountDownLatch(name).AwaitTimeout(ctx, 3*time.Second)
+			assert.NoError(t, err)
+			res <- ok
+		}()
+		waitForSubscribers(t, e, rlock.LatchChannelName(name), 1)
+		ok, err = l.Delete(ctx)
+		require.NoError(t, err)
+		require.True(t, ok)
+		select {
+		case ok := <-res:
+			assert.False(t, ok, "an awaiter was released by a delete")
+		case <-time.After(10 * time.Second):
+			t.Fatal("AwaitTimeout did not return")
 		}
 	})
 

@@ -11,7 +11,8 @@
 -- ARGV[1]        this call's sequence number (unique within the client)
 -- ARGV[2]        the lowest sequence number of the client's calls whose
 --                outcome it has not learnt yet: records below it are dropped
--- ARGV[3]        the TTL of the record key and of fence keys, ms
+-- ARGV[3]        the TTL of the record key, ms (an hour; records are
+--                dropped long before, once their calls are resolved)
 -- The operation's own arguments start at ARGV[4].
 --
 -- A call whose fence key exists (sync_fence.lua settled it as not run) does

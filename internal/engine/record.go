@@ -23,45 +23,66 @@ import (
 // (it never will). A record is dropped by the client's next recorded call
 // on the object once every call at or below its seq has been resolved, so
 // the record key holds about as many entries as the client has calls in
-// flight.
+// flight on it.
 
-// ops numbers a client's recorded calls and knows the lowest one not
-// resolved yet.
+// RecordTTL is how long a record key lives after its last record. It only
+// bounds how long a lost reply can wait for its settling: records are
+// dropped as soon as their calls are resolved. A settling that starts
+// later than RecordTTL/2 after its call gives up as unknown, rather than
+// read an expired record as "not run".
+const RecordTTL = time.Hour
+
+var recordTTLms = strconv.FormatInt(RecordTTL.Milliseconds(), 10)
+
+// ops numbers a client's recorded calls (one sequence for the client, so
+// a seq is never reused on any object) and knows, per object, the lowest
+// one not resolved yet.
 type ops struct {
 	mu   sync.Mutex
 	next uint64
+	objs map[string]*objOps
+}
+
+type objOps struct {
 	open map[uint64]struct{}
-	low  uint64 // the lowest open seq, or next when none is open
+	low  uint64 // the lowest open seq
 }
 
-func (o *ops) begin() (seq, low uint64) {
+func (o *ops) begin(name string) (seq, low uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.open == nil {
-		o.open = make(map[uint64]struct{})
-		o.next = 1
+	if o.objs == nil {
+		o.objs = make(map[string]*objOps)
 	}
-	seq = o.next
 	o.next++
-	if len(o.open) == 0 {
-		o.low = seq
+	seq = o.next
+	ob := o.objs[name]
+	if ob == nil {
+		ob = &objOps{open: make(map[uint64]struct{}), low: seq}
+		o.objs[name] = ob
 	}
-	o.open[seq] = struct{}{}
-	return seq, o.low
+	ob.open[seq] = struct{}{}
+	return seq, ob.low
 }
 
-func (o *ops) end(seq uint64) {
+func (o *ops) end(name string, seq uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	delete(o.open, seq)
-	if seq != o.low {
+	ob := o.objs[name]
+	if ob == nil {
 		return
 	}
-	o.low = o.next
-	for s := range o.open {
-		if s < o.low {
-			o.low = s
-		}
+	delete(ob.open, seq)
+	if len(ob.open) == 0 {
+		delete(o.objs, name) // the next call's own seq is the low mark
+		return
+	}
+	if seq != ob.low {
+		return
+	}
+	ob.low = o.next
+	for s := range ob.open {
+		ob.low = min(ob.low, s)
 	}
 }
 
@@ -147,15 +168,16 @@ func (e *Engine) Recorded(ctx context.Context, deadline time.Time, c *RecCall) (
 // while Redis refuses it, settled after a lost reply. retry reports a call
 // settled as not run (err says why its reply was lost).
 func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCall, bo *Backoff) (o RecOutcome, retry bool, err error) {
-	seq, low := e.ops.begin()
+	seq, low := e.ops.begin(c.Name)
 	sq := strconv.FormatUint(seq, 10)
 	fence := NewFence(c.Name)
 	record := names.Record(c.Name, e.ClientID)
 	keys := make([]string, 0, len(c.Keys)+2)
 	keys = append(append(keys, c.Keys...), fence, record)
 	args := make([]string, 0, len(c.Args)+3)
-	args = append(append(args, sq, strconv.FormatUint(low, 10), fenceTTLms), c.Args...)
+	args = append(append(args, sq, strconv.FormatUint(low, 10), recordTTLms), c.Args...)
 	for {
+		sent := time.Now()
 		var r Reply
 		if c.NoSync {
 			r = e.X.RunPlain(ctx, c.Script, keys, args)
@@ -164,35 +186,35 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		}
 		switch r.Class {
 		case Done:
-			e.ops.end(seq)
+			e.ops.end(c.Name, seq)
 			if s, err := r.Res.ToString(); err == nil && s == "FENCED" {
 				return RecOutcome{}, false, fmt.Errorf("%w: %q", errFenced, c.Name)
 			}
 			return RecOutcome{Reply: r}, false, nil
 		case Failed:
-			e.ops.end(seq)
+			e.ops.end(c.Name, seq)
 			return RecOutcome{}, false, r.Err
 		case Closed:
 			if e.Closed() {
-				e.ops.end(seq)
+				e.ops.end(c.Name, seq)
 				return RecOutcome{}, false, r.Err
 			}
 		case NotRun:
 			d := bo.Next()
 			if time.Now().Add(d).After(deadline) {
-				e.ops.end(seq)
+				e.ops.end(c.Name, seq)
 				return RecOutcome{}, false, r.Err
 			}
 			if err := sleep(ctx, d); err != nil {
-				e.ops.end(seq)
+				e.ops.end(c.Name, seq)
 				return RecOutcome{}, false, err
 			}
 			continue
 		}
 		// Unknown: settle, for the budget whatever ctx (unless c.Stop).
-		o, err := e.settleRecord(time.Now().Add(e.Budget), c.Name, fence, record, sq, c.Stop)
+		o, err := e.settleRecord(time.Now().Add(e.Budget), sent, fence, record, sq, c.Stop)
 		if err == nil {
-			e.ops.end(seq)
+			e.ops.end(c.Name, seq)
 			if !o.Ran {
 				return RecOutcome{}, true, r.Err
 			}
@@ -206,19 +228,26 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		}
 		var perm *permanentError
 		if errors.As(err, &perm) || errors.Is(err, hold.ErrClosed) {
-			e.ops.end(seq)
+			e.ops.end(c.Name, seq)
+			e.X.Log.Warn("rlock: the outcome of a call stays unknown; a permit it took, if it ran, stays taken (a permit with a lease comes back when it ends)",
+				"object", c.Name, "script", c.Script.String(), "seq", sq, "record", record, "err", err)
 			return RecOutcome{}, false, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
 		}
-		e.laterRecord(c, fence, record, sq, seq)
+		e.laterRecord(c, sent, fence, record, sq, seq)
 		return RecOutcome{}, false, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
 	}
 }
 
 // settleRecord runs sync_fence.lua until Redis answers, deadline passes or
 // stop is closed.
-func (e *Engine) settleRecord(deadline time.Time, name, fence, record, seq string, stop <-chan struct{}) (RecOutcome, error) {
+func (e *Engine) settleRecord(deadline, sent time.Time, fence, record, seq string, stop <-chan struct{}) (RecOutcome, error) {
 	var bo Backoff
 	for {
+		if time.Since(sent) > RecordTTL/2 {
+			// Its record, if any, may have expired: nil would not prove
+			// that it did not run.
+			return RecOutcome{}, &permanentError{fmt.Errorf("sync_fence: the call was sent %v ago; its record may have expired", time.Since(sent).Round(time.Second))}
+		}
 		select {
 		case <-stop:
 			return RecOutcome{}, context.Canceled
@@ -260,14 +289,20 @@ func (e *Engine) settleRecord(deadline time.Time, name, fence, record, seq strin
 
 // laterRecord settles c in the background until it is known or the engine
 // closes, then runs c.Undo if the call ran.
-func (e *Engine) laterRecord(c *RecCall, fence, record, sq string, seq uint64) {
+func (e *Engine) laterRecord(c *RecCall, sent time.Time, fence, record, sq string, seq uint64) {
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
-		defer e.ops.end(seq)
+		defer e.ops.end(c.Name, seq)
 		var bo Backoff
+		defer func() {
+			if e.Closed() {
+				e.X.Log.Warn("rlock: client closed before the outcome of a call was known; a permit it took, if it ran, stays taken (a permit with a lease comes back when it ends)",
+					"object", c.Name, "script", c.Script.String(), "seq", sq, "record", record)
+			}
+		}()
 		for !e.Closed() {
-			o, err := e.settleRecord(time.Now().Add(e.Budget), c.Name, fence, record, sq, nil)
+			o, err := e.settleRecord(time.Now().Add(e.Budget), sent, fence, record, sq, nil)
 			if err == nil {
 				if o.Ran && c.Undo != nil {
 					c.Undo(e.bgCtx, o.Record)
@@ -276,7 +311,8 @@ func (e *Engine) laterRecord(c *RecCall, fence, record, sq string, seq uint64) {
 			}
 			var perm *permanentError
 			if errors.As(err, &perm) {
-				e.X.Log.Warn("rlock: cannot settle a lost reply", "object", c.Name, "script", c.Script.String(), "err", err)
+				e.X.Log.Warn("rlock: cannot settle a lost reply; a permit it took, if it ran, stays taken (a permit with a lease comes back when it ends)",
+					"object", c.Name, "script", c.Script.String(), "seq", sq, "record", record, "err", err)
 				return
 			}
 			select {

@@ -24,6 +24,24 @@ const SyncRecheck = time.Second
 // ok, or a hint (> 0) of when to look again.
 func (e *Engine) WaitSync(ctx context.Context, name, channel string, end time.Time,
 	try func(ctx context.Context, deadline time.Time) (ok bool, hint time.Duration, err error)) (bool, error) {
+	return e.waitSync(ctx, name, channel, end, func(ctx context.Context, deadline time.Time, _ *pubsub.Sub, _ bool) (bool, time.Duration, error) {
+		return try(ctx, deadline)
+	})
+}
+
+// WaitLatch is WaitSync for a count-down latch: try also gets the
+// subscription (nil for the first attempt) and whether a message woke
+// the waiter since the last attempt.
+func (e *Engine) WaitLatch(ctx context.Context, name, channel string, end time.Time,
+	try func(ctx context.Context, sub *pubsub.Sub, woken bool) (ok bool, err error)) (bool, error) {
+	return e.waitSync(ctx, name, channel, end, func(ctx context.Context, _ time.Time, sub *pubsub.Sub, woken bool) (bool, time.Duration, error) {
+		ok, err := try(ctx, sub, woken)
+		return ok, 0, err
+	})
+}
+
+func (e *Engine) waitSync(ctx context.Context, name, channel string, end time.Time,
+	try func(ctx context.Context, deadline time.Time, sub *pubsub.Sub, woken bool) (ok bool, hint time.Duration, err error)) (bool, error) {
 	if e.Closed() {
 		return false, hold.ErrClosed
 	}
@@ -35,7 +53,7 @@ func (e *Engine) WaitSync(ctx context.Context, name, channel string, end time.Ti
 	if end.After(first) {
 		first = end
 	}
-	ok, hint, err := try(ctx, first)
+	ok, hint, err := try(ctx, first, nil, false)
 	if ok || err != nil {
 		return ok, err
 	}
@@ -64,12 +82,13 @@ func (e *Engine) WaitSync(ctx context.Context, name, channel string, end time.Ti
 		return false, fmt.Errorf("rlock: %q: subscribing to %q: %w", name, channel, err)
 	}
 	defer sub.Release()
+	woken := false
 	for {
 		deadline := end
 		if deadline.IsZero() || time.Until(deadline) < e.Budget {
 			deadline = time.Now().Add(e.Budget)
 		}
-		ok, hint, err = try(ctx, deadline)
+		ok, hint, err = try(ctx, deadline, sub, woken)
 		if ok || err != nil {
 			return ok, err
 		}
@@ -84,7 +103,8 @@ func (e *Engine) WaitSync(ctx context.Context, name, channel string, end time.Ti
 			}
 			d = min(d, r)
 		}
-		if _, err := sub.Wait(ctx, d); err != nil {
+		var err error
+		if woken, err = sub.Wait(ctx, d); err != nil {
 			if ctx.Err() != nil {
 				return false, ctx.Err()
 			}
