@@ -30,6 +30,15 @@
 // algorithm over independent masters, with its caveats; prefer a Lock with
 // replica sync, or a FencedLock).
 //
+// Beside the locks, [Client.Semaphore], [Client.PermitExpirableSemaphore]
+// and [Client.CountDownLatch] are Redisson's getSemaphore,
+// getPermitExpirableSemaphore and getCountDownLatch on the same keys. A
+// plain semaphore's permits are anonymous: a holder that dies keeps them
+// until someone releases them; a permit-expirable semaphore's permits come
+// back after their lease. Their writes are exact under faults like the
+// locks': a call whose reply was lost is settled from a record its script
+// kept, never sent twice.
+//
 // No lock here is fair except [FairLock]: a waiter that came later may get
 // the lock first (a stream of readers can keep a writer waiting). A waiter
 // is woken by the unlock message and, if that is lost, by the holder's TTL.

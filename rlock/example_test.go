@@ -227,3 +227,59 @@ func ExampleNewRedLock() {
 	hold, _ := rl.HoldContext(ctx) // ends when fewer than a majority remain held
 	_ = hold
 }
+
+func ExampleSemaphore() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	// redisson.getSemaphore("exports"): at most 3 exports at once across
+	// every Go and Java service.
+	s := locks.Semaphore("exports")
+	if _, err := s.TrySetPermits(ctx, 3); err != nil { // only the first call sets it
+		log.Fatal(err)
+	}
+	if err := s.Acquire(ctx, 1); err != nil {
+		log.Fatal(err)
+	}
+	defer s.Release(ctx, 1)
+	// ... run one export. A process that dies here does not give its
+	// permit back: use a PermitExpirableSemaphore when holders may die.
+}
+
+func ExamplePermitExpirableSemaphore() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	// redisson.getPermitExpirableSemaphore("partner-api"): the permit of a
+	// holder that dies comes back after its lease.
+	s := locks.PermitExpirableSemaphore("partner-api")
+	id, ok, err := s.TryAcquire(ctx, 5*time.Second, time.Minute)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if !ok {
+		fmt.Println("the partner API is busy")
+		return
+	}
+	defer s.Release(ctx, id) // any Client or JVM may release the id
+	// ... call the partner API; UpdateLeaseTime(ctx, id, d) extends the lease.
+}
+
+func ExampleCountDownLatch() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	// redisson.getCountDownLatch("shards-loaded"): start when 4 shards,
+	// in Go or Java, have loaded.
+	l := locks.CountDownLatch("shards-loaded")
+	if _, err := l.TrySetCount(ctx, 4); err != nil {
+		log.Fatal(err)
+	}
+	// Each shard, when loaded: l.CountDown(ctx).
+	if err := l.Await(ctx); err != nil {
+		log.Fatal(err)
+	}
+}
