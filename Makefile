@@ -52,6 +52,8 @@ fuzz:
 STRESS_DURATION ?= 5m
 stress: deps-redis
 	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 3s
+	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 3s --semaphore 3
+	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 3s --semaphore 3 --expirable --lease 2s
 
 demo: deps-redis
 	@mkdir -p bin

@@ -17,6 +17,13 @@
 //
 //	go run ./stress --duration 30s --procs 3 --goroutines 4 --names 4 --kill-every 3s
 //
+// With --semaphore N the names are semaphores of N permits (with
+// --expirable, permit-expirable ones whose permits have the --lease): the
+// check is then that no section enters while N others are inside, a
+// killed holder's section counting as inside until its permit comes back
+// (by its lease, or, for a plain semaphore, by the coordinator's release
+// after the kill).
+//
 // Without --redis it starts its own redis-server. It prints acquisitions,
 // violations and lease-expiry overlaps, and exits 1 on any violation or
 // error. --unsafe skips the locking, to show that the check catches
@@ -36,12 +43,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/goredisson/locks/internal/redistest"
+	"github.com/goredisson/locks/rlock"
 )
 
 func main() {
@@ -67,6 +76,8 @@ type Config struct {
 	RW         bool          // read-write locks: three reads to one write
 	Fair       bool          // fair locks: waiters must be served in the order they called
 	FairWait   time.Duration // the fair locks' wait timeout (reservation per waiter); 0: 3s
+	Semaphore  int           // > 0: semaphores of this many permits instead of locks
+	Expirable  bool          // with Semaphore: permit-expirable semaphores (permits with the lease)
 	Seed       uint64        // 0: random
 	KeepDir    bool          // keep the workers' records (and print where)
 
@@ -86,6 +97,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Fair && c.RW {
 		return errors.New("--fair and --rw cannot be combined")
+	}
+	if c.Semaphore < 0 || (c.Semaphore > 0 && (c.Fair || c.RW)) || (c.Expirable && c.Semaphore == 0) {
+		return errors.New("--semaphore must be positive, and cannot be combined with --fair or --rw; --expirable needs --semaphore")
 	}
 	if c.Fair && c.FairWait <= 0 {
 		c.FairWait = 3 * time.Second
@@ -121,6 +135,10 @@ type Report struct {
 	Restarts int
 	Elapsed  time.Duration
 	Dir      string // where the records are, with --keep
+	// --semaphore: the permits available on every name at the end (with
+	// --expirable, once the killed holders' leases ran out), of
+	// Semaphore per name.
+	PermitsAtEnd, PermitsTotal int
 }
 
 func cliMain(args []string, stdout, stderr io.Writer) int {
@@ -141,6 +159,8 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.RW, "rw", false, "use read-write locks (three reads to one write): readers may share, never with a writer")
 	fs.BoolVar(&c.Fair, "fair", false, "use fair locks: also check that waiters are served in the order they called (FIFO)")
 	fs.DurationVar(&c.FairWait, "fair-wait", 3*time.Second, "the fair locks' wait timeout (how long a dead waiter can hold up the line)")
+	fs.IntVar(&c.Semaphore, "semaphore", 0, "use semaphores with this many permits per name instead of locks: never more holders than permits")
+	fs.BoolVar(&c.Expirable, "expirable", false, "with --semaphore: permit-expirable semaphores, each permit with the --lease (a killed holder's permits come back after it)")
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: random)")
 	fs.BoolVar(&c.KeepDir, "keep", false, "keep the workers' record files and print their directory")
 	if err := fs.Parse(args); err != nil {
@@ -175,6 +195,12 @@ func (r *Report) Print(w io.Writer) {
 	if c.Fair {
 		mode = fmt.Sprintf("fair locks (wait timeout %v), Lock (watchdog) and LockLease", c.FairWait)
 	}
+	if c.Semaphore > 0 {
+		mode = fmt.Sprintf("semaphores of %d permits (a killed holder's permits given back by the coordinator)", c.Semaphore)
+		if c.Expirable {
+			mode = fmt.Sprintf("permit-expirable semaphores of %d permits, lease %v (a killed holder's permits come back after it)", c.Semaphore, c.Lease)
+		}
+	}
 	if c.Faults > 0 {
 		mode += fmt.Sprintf(", faults on %.0f%% of script calls", 100*c.Faults)
 	}
@@ -206,6 +232,10 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, " (with injected faults, a refused queueing call may arrive late: reordering is reported, not failed)")
 		}
 		fmt.Fprintln(w)
+	}
+	if c.Semaphore > 0 {
+		fmt.Fprintf(w, "semaphore: most holders at once %d of %d permits; sections that shared the permits %d; killed holders' permits back by lease %d, given back by the coordinator %d; permits available at the end %d of %d\n",
+			r.MostInside, c.Semaphore, r.Shared, r.PermitsExpired, r.PermitsReturned, r.PermitsAtEnd, r.PermitsTotal)
 	}
 	fmt.Fprintf(w, "violations: %d\n", r.Violations)
 	fmt.Fprintf(w, "errors: acquire %d, unlock %d, worker %d\n", r.AcquireErrors, r.UnlockErrors, r.WorkerErrors)
@@ -277,6 +307,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rc.Do(dctx, rc.B().Del().Key(keys...).Build())
 	}()
 
+	var sems *rlock.Client
+	if cfg.Semaphore > 0 {
+		if sems, err = rlock.New(rc); err != nil {
+			return nil, err
+		}
+		defer sems.Close()
+		for _, n := range names {
+			keys = append(keys, names2(n)...)
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := rc.Do(sctx, rc.B().Set().Key(n).Value(strconv.Itoa(cfg.Semaphore)).Build()).Error()
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("setting the permits of %s: %w", n, err)
+			}
+		}
+	}
+	var lastKill time.Time
+
 	rng := mrand.New(mrand.NewPCG(cfg.Seed, 0))
 	start := func(slot, gen int) (*worker, error) {
 		w := &worker{procResult: procResult{proc: proc{slot, gen}, Out: filepath.Join(dir, fmt.Sprintf("worker-%d-%d.jsonl", slot, gen))}}
@@ -284,8 +332,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			Addr: addr, Names: names, Goroutines: cfg.Goroutines,
 			WatchdogMs: cfg.Watchdog.Milliseconds(), LeaseMs: cfg.Lease.Milliseconds(),
 			MaxHoldUs: cfg.MaxHold.Microseconds(), Unsafe: cfg.Unsafe, Faults: cfg.Faults, RW: cfg.RW, Out: w.Out,
-			FairWaitMs: fairWaitMs(cfg),
-			Seed:       cfg.Seed ^ uint64(slot)<<32 ^ uint64(gen)<<48,
+			FairWaitMs: fairWaitMs(cfg), Permits: cfg.Semaphore, Expirable: cfg.Expirable,
+			Seed: cfg.Seed ^ uint64(slot)<<32 ^ uint64(gen)<<48,
 		})
 		w.cmd = exec.Command(cfg.Exe)
 		w.cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
@@ -358,6 +406,13 @@ loop:
 			}
 			<-w.exited
 			rep.Kills++
+			lastKill = time.Now()
+			if cfg.Semaphore > 0 && !cfg.Expirable {
+				if err := giveBack(ctx, rc, sems, names, w); err != nil {
+					killAll()
+					return nil, err
+				}
+			}
 			nw, err := start(slot, w.Gen+1)
 			if err != nil {
 				killAll()
@@ -412,9 +467,135 @@ loop:
 		}
 		seqMax[i] = v
 	}
-	check(sections, seqMax, rep.Kills, cfg.Goroutines, &rep.Verdict)
+	check(sections, seqMax, rep.Kills, cfg.Goroutines, cfg.Semaphore, &rep.Verdict)
+	if cfg.Semaphore > 0 {
+		if cfg.Expirable && !lastKill.IsZero() {
+			// The last killed holders' permits come back once their
+			// lease has run out, at the next call.
+			if err := sleepCtx(ctx, time.Until(lastKill.Add(cfg.Lease+100*time.Millisecond))); err != nil {
+				return nil, err
+			}
+		}
+		rep.PermitsTotal = cfg.Semaphore * len(names)
+		for _, n := range names {
+			var avail int
+			var err error
+			if cfg.Expirable {
+				avail, err = sems.PermitExpirableSemaphore(n).AvailablePermits(ctx)
+			} else {
+				avail, err = sems.Semaphore(n).AvailablePermits(ctx)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading the permits of %s: %w", n, err)
+			}
+			rep.PermitsAtEnd += avail
+		}
+		if cfg.Expirable && rep.PermitsAtEnd != rep.PermitsTotal {
+			rep.WorkerErrors++
+			rep.problem("%d permits available at the end, not %d: a permit was lost or made up", rep.PermitsAtEnd, rep.PermitsTotal)
+		}
+		if rep.PermitsAtEnd > rep.PermitsTotal {
+			rep.WorkerErrors++
+			rep.problem("%d permits available at the end, more than the %d set: a permit was given back twice", rep.PermitsAtEnd, rep.PermitsTotal)
+		}
+	}
 	if cfg.Fair {
 		checkFIFO(sections, len(seqMax), cfg.FairWait, cfg.Faults > 0, &rep.Verdict)
 	}
 	return rep, nil
+}
+
+// names2 returns the keys a semaphore called n may leave behind: its
+// timeout set (permit-expirable) and this library's record keys.
+func names2(n string) []string { return []string{rlock.PermitTimeoutName(n)} }
+
+// giveBack gives back, after a kill, the permits the killed worker held:
+// for each section its records show open, it INCRs the name's sequence
+// key (so that whoever the permit lets in enters after that number),
+// releases one permit and appends a K record with that number. A holder
+// killed between its acquire and its B record, or between its E record
+// and its release, keeps its permit: lost, as a dead holder's permits of a
+// plain semaphore are.
+func giveBack(ctx context.Context, rc rueidis.Client, sems *rlock.Client, names []string, w *worker) error {
+	recs, err := os.ReadFile(w.Out)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	type key struct {
+		g, n int
+		s1   int64
+	}
+	open := map[key]bool{}
+	var order []key
+	for _, line := range splitLines(recs) {
+		var r record
+		if json.Unmarshal(line, &r) != nil {
+			continue
+		}
+		k := key{r.G, r.N, r.S1}
+		switch r.K {
+		case "B":
+			open[k] = true
+			order = append(order, k)
+		case "E", "K":
+			delete(open, k)
+		}
+	}
+	f, err := os.OpenFile(w.Out, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	for _, k := range order {
+		if !open[k] {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		s2, err := rc.Do(cctx, rc.B().Incr().Key(seqKey(names[k.n])).Build()).AsInt64()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("giving back a killed holder's permit: %w", err)
+		}
+		if err := sems.Semaphore(names[k.n]).Release(ctx, 1); err != nil {
+			return fmt.Errorf("giving back a killed holder's permit: %w", err)
+		}
+		b, _ := json.Marshal(record{K: "K", G: k.g, N: k.n, S1: k.s1, S2: s2})
+		if _, err := f.Write(append(b, '\n')); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func splitLines(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) > 0 {
+		i := 0
+		for i < len(b) && b[i] != '\n' {
+			i++
+		}
+		out = append(out, b[:i])
+		if i < len(b) {
+			i++
+		}
+		b = b[i:]
+	}
+	return out
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

@@ -153,7 +153,7 @@ func TestCheck(t *testing.T) {
 	}
 	run := func(sections []*section, seqMax int64, kills int) Verdict {
 		var v Verdict
-		check(sections, []int64{seqMax}, kills, 4, &v)
+		check(sections, []int64{seqMax}, kills, 4, 0, &v)
 		return v
 	}
 
@@ -324,4 +324,39 @@ func TestCheckFIFO(t *testing.T) {
 	v = Verdict{}
 	checkFIFO([]*section{sec(1, 50, 60), sec(3, 0, 100)}, 1, 2*time.Second, false, &v)
 	assert.Equal(t, Verdict{}, v, "calls closer than the slack are not ordered")
+}
+
+// TestStressSemaphore: semaphores of 3 permits shared by 3 processes of 4
+// goroutines while processes are killed: never more than 3 inside, the
+// permits were really shared, and a killed holder's permits come back (by
+// their lease for the permit-expirable semaphore: every permit is
+// available at the end). Unsafe (no semaphore at all), the check fails.
+func TestStressSemaphore(t *testing.T) {
+	for _, expirable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "expirable"}[expirable], func(t *testing.T) {
+			rep := runContention(t, func(cfg *Config) {
+				cfg.Duration, cfg.KillEvery, cfg.Semaphore, cfg.Expirable = 12*time.Second, 2*time.Second, 3, expirable
+				cfg.Names, cfg.Lease = 2, time.Second
+			})
+			assert.Zero(t, rep.Violations, "more holders than permits")
+			assert.True(t, rep.OK(), "the run failed")
+			assert.Equal(t, 3, rep.MostInside, "the permits were never all used: the check proves little")
+			assert.Greater(t, rep.Shared, 500)
+			assert.Greater(t, rep.Kills, 2)
+			assert.LessOrEqual(t, rep.PermitsAtEnd, rep.PermitsTotal)
+			if expirable {
+				assert.Equal(t, rep.PermitsTotal, rep.PermitsAtEnd, "every permit back after the leases")
+				assert.Positive(t, rep.PermitsExpired, "no killed holder's permit came back by its lease")
+			} else {
+				assert.Positive(t, rep.PermitsReturned, "no killed holder held a permit")
+			}
+		})
+	}
+	t.Run("unsafe", func(t *testing.T) {
+		rep := runContention(t, func(cfg *Config) {
+			cfg.Duration, cfg.KillEvery, cfg.Semaphore, cfg.Unsafe = 3*time.Second, 0, 2, true
+			cfg.Names = 1
+		})
+		assert.Positive(t, rep.Violations, "without the semaphore, more than 2 must have been inside")
+	})
 }

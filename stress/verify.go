@@ -42,6 +42,7 @@ type section struct {
 	Lost  bool  // the hold's lease may have run out during the section
 
 	killedAt int64 // the process' kill time
+	returned bool  // cut by the kill; the coordinator gave its permit back (K)
 }
 
 func (s *section) open() bool { return s.S2 == 0 }
@@ -82,6 +83,13 @@ type Verdict struct {
 	// as in Redisson), or, with injected faults, any.
 	FIFOHonoured, FIFOViolations, FIFOExplained int
 	WorkerErrors                                int // unreadable records, open sections of live processes, unexpected exits
+	// --semaphore: Shared counts sections that entered while others held
+	// permits (the permits were shared); MostInside the most sections
+	// inside at once; PermitsExpired the permits of killed holders that
+	// came back by their lease (--expirable); PermitsReturned those the
+	// coordinator gave back after a kill (plain semaphore: a dead holder's
+	// permits never come back by themselves).
+	Shared, MostInside, PermitsExpired, PermitsReturned int
 	// ExpiryGapMin/Max: for overlaps with a killed holder, how long after
 	// the kill the next holder entered.
 	ExpiryGapMin, ExpiryGapMax time.Duration
@@ -142,6 +150,18 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, Read: r.Read, killedAt: p.KilledAt}
 				sections = append(sections, s)
 				open[key{p.proc, r.N, r.S1}] = s
+			case "K":
+				// The coordinator gave back the permit of a section cut by
+				// the kill, after INCRing the sequence key to S2.
+				s := open[key{p.proc, r.N, r.S1}]
+				if s == nil {
+					v.WorkerErrors++
+					v.problem("%s: a permit given back for a section that never began: %+v", p.proc, r)
+					continue
+				}
+				delete(open, key{p.proc, r.N, r.S1})
+				s.S2, s.returned = r.S2, true
+				v.PermitsReturned++
 			case "E":
 				s := open[key{p.proc, r.N, r.S1}]
 				if s == nil {
@@ -214,7 +234,14 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 //
 // Any other overlap is a violation. Every unexplained sequence number must
 // come from a killed process (an INCR whose record the kill prevented).
-func check(sections []*section, seqMax []int64, kills int, goroutines int, v *Verdict) {
+//
+// With permits > 0 (--semaphore), a section holds one of permits permits:
+// sections may overlap, but a section that enters while permits others are
+// inside is a violation. A killed holder's section stays inside until its
+// permit came back: by its lease (a permit-expirable semaphore: l entered
+// once T0 + lease had passed), or by the coordinator's release after the
+// kill (its K record closes the section at that release's sequence number).
+func check(sections []*section, seqMax []int64, kills int, goroutines int, permits int, v *Verdict) {
 	v.PerName = make([]int, len(seqMax))
 	byName := make([][]*section, len(seqMax))
 	for _, s := range sections {
@@ -229,7 +256,7 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, v *Ve
 			v.Reads++
 		}
 		v.Acquisitions++
-		if !s.open() {
+		if !s.open() && !s.returned {
 			v.Completed++
 		} else if s.killedAt != 0 {
 			v.CutByKill++
@@ -257,6 +284,30 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, v *Ve
 					v.Violations++
 					v.problem("name %d: %s exits before it enters", n, l)
 				}
+			}
+			if permits > 0 {
+				kept := active[:0]
+				for _, e := range active {
+					switch {
+					case !e.open() && e.S2 < l.S1:
+						continue // e was out before l entered
+					case e.open() && e.killedAt != 0 && e.Lease > 0 && l.TB >= e.T0+e.Lease*ms-clockSlack:
+						v.PermitsExpired++ // its lease ran out: its permit came back
+						e.Lease = 0        // counted once
+						continue
+					}
+					kept = append(kept, e)
+				}
+				if len(kept) > 0 {
+					v.Shared++
+				}
+				if len(kept) >= permits {
+					v.Violations++
+					v.problem("name %d: %s entered while %d sections held the %d permits (%s, ...)", n, l, len(kept), permits, kept[0])
+				}
+				active = append(kept, l)
+				v.MostInside = max(v.MostInside, len(active))
+				continue
 			}
 			kept := active[:0]
 			for _, e := range active {

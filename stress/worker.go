@@ -32,6 +32,8 @@ type workerConfig struct {
 	Faults     float64  `json:"faults"`
 	RW         bool     `json:"rw"`
 	FairWaitMs int64    `json:"fair_wait_ms"` // > 0: fair locks with this wait timeout
+	Permits    int      `json:"permits"`      // > 0: semaphores instead of locks
+	Expirable  bool     `json:"expirable"`    // permit-expirable semaphores, permits with the lease
 	Out        string   `json:"out"`
 	Seed       uint64   `json:"seed"`
 }
@@ -212,6 +214,10 @@ func workerMain(specJSON string) int {
 					}
 				}
 				fixed := rng.IntN(2) == 0
+				if cfg.Permits > 0 {
+					l = &permitHolder{c: c, name: cfg.Names[n], expirable: cfg.Expirable}
+					fixed = cfg.Expirable // a permit's lease; a plain permit has none
+				}
 				t0 := time.Now()
 				if !cfg.Unsafe {
 					actx, cancelAcquire := context.WithTimeout(rlock.WithOwner(stop, owner), time.Minute)
@@ -234,6 +240,9 @@ func workerMain(specJSON string) int {
 				leaseMs, wd := cfg.LeaseMs, !fixed
 				if wd {
 					leaseMs = cfg.WatchdogMs
+				}
+				if cfg.Permits > 0 && !cfg.Expirable {
+					leaseMs, wd = 0, false // a plain semaphore's permit never expires
 				}
 				unlock := func() {
 					setState(g, unlocking, n)
@@ -277,4 +286,34 @@ func workerMain(specJSON string) int {
 	}
 	wg.Wait()
 	return 0
+}
+
+// permitHolder takes and gives back one permit of a semaphore through the
+// Locker methods the worker loop uses (Lock, LockLease, Unlock).
+type permitHolder struct {
+	rlock.Locker // nil: only the methods below are called
+	c            *rlock.Client
+	name         string
+	expirable    bool
+	id           string
+}
+
+func (p *permitHolder) Lock(ctx context.Context) error {
+	return p.c.Semaphore(p.name).Acquire(ctx, 1)
+}
+
+func (p *permitHolder) LockLease(ctx context.Context, lease time.Duration) error {
+	if !p.expirable {
+		return p.Lock(ctx)
+	}
+	id, err := p.c.PermitExpirableSemaphore(p.name).Acquire(ctx, lease)
+	p.id = id
+	return err
+}
+
+func (p *permitHolder) Unlock(ctx context.Context) error {
+	if p.expirable {
+		return p.c.PermitExpirableSemaphore(p.name).Release(ctx, p.id)
+	}
+	return p.c.Semaphore(p.name).Release(ctx, 1)
 }
