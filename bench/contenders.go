@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +77,7 @@ var Settings = map[string]string{
 	"rlock-read":   "rlock ReadWriteLock(name).ReadLock(), defaults as rlock",
 	"rlock-fenced": "rlock FencedLock(name), defaults as rlock",
 	"rlock-fair":   "rlock FairLock(name), defaults as rlock (fair wait timeout 5 min)",
+	"rlock-sem":    "rlock Semaphore(name) of 1 permit (TrySetPermits(1) before the run), Acquire(1)/Release(1), defaults as rlock",
 	"limit-read":   "scripts.ReadAcquire/ReadUnlock Exec straight on rueidis (one attempt, no settling)",
 	"limit-fenced": "scripts.Acquire/Unlock with the token key, Exec straight on rueidis (a fresh fence per grant, no settling)",
 	"rueidislock":  "rueidislock (rueidis v1.0.79): KeyMajority 1, NoLoopTracking (Redis ≥ 7.0.5, as its README advises), client-side caching on; KeyValidity 5s default (3s in S3, extends every validity/2)",
@@ -107,7 +109,7 @@ func New(name string, cfg Config) (Contender, error) {
 		return newRedsync(cfg)
 	case "rueidislock":
 		return newRueidisLock(cfg)
-	case "rlock-read", "rlock-fenced", "rlock-fair":
+	case "rlock-read", "rlock-fenced", "rlock-fair", "rlock-sem":
 		c, err := newRlock(cfg)
 		if err != nil {
 			return nil, err
@@ -165,6 +167,12 @@ func (c *rlockC) NewMutex(name string, owner int64) Mutex {
 		return &rlockM{l: c.c.FencedLock(name), owner: owner}
 	case "fair":
 		return &rlockM{l: c.c.FairLock(name), owner: owner}
+	case "sem":
+		sem := c.c.Semaphore(name)
+		if _, err := sem.TrySetPermits(context.Background(), 1); err != nil {
+			panic(fmt.Sprintf("TrySetPermits(%q): %v", name, err))
+		}
+		return semM{sem}
 	}
 	return &rlockM{l: c.c.Lock(name), owner: owner}
 }
@@ -183,6 +191,71 @@ func (c *rlockC) Close() {
 func (c *rlockC) Stats() map[string]int {
 	s := c.c.Stats()
 	return map[string]int{"subscriptions": s.Subscriptions, "waiters": s.Waiters, "renewing": s.Renewing, "lost": int(c.lost.Load())}
+}
+
+// semM takes one permit of a semaphore as a Mutex.
+type semM struct{ s *rlock.Semaphore }
+
+func (m semM) Lock(ctx context.Context) error   { return m.s.Acquire(ctx, 1) }
+func (m semM) Unlock(ctx context.Context) error { return m.s.Release(ctx, 1) }
+
+// Latch runs rounds of the latch release: n awaiters (goroutines of this
+// client) Await a latch of count 1; once all wait, one CountDown; each
+// awaiter's latency is its Await return minus the CountDown call's start.
+// P50us/P99us are over every awaiter of every round; Ext["all_us"] the
+// median over the rounds of the time until the last awaiter returned,
+// Ext["subs"] the client's subscriptions while the n waited.
+func (c *rlockC) Latch(name string, n, rounds int) Result {
+	ctx := context.Background()
+	var h Hist
+	var alls []float64
+	subs := 0
+	for r := range rounds {
+		l := c.c.CountDownLatch(name + ":" + strconv.Itoa(r))
+		if ok, err := l.TrySetCount(ctx, 1); err != nil || !ok {
+			return Result{Error: fmt.Sprintf("TrySetCount: %v %v", ok, err)}
+		}
+		back := make(chan time.Time, n)
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				if err := l.Await(ctx); err != nil {
+					errs <- err
+					return
+				}
+				back <- time.Now()
+			}()
+		}
+		deadline := time.Now().Add(time.Minute)
+		for c.c.Stats().Waiters < n {
+			if time.Now().After(deadline) {
+				return Result{Error: "the awaiters never all waited"}
+			}
+			time.Sleep(time.Millisecond)
+		}
+		subs = max(subs, c.c.Stats().Subscriptions)
+		t0 := time.Now()
+		if err := l.CountDown(ctx); err != nil {
+			return Result{Error: "CountDown: " + err.Error()}
+		}
+		var last time.Duration
+		for range n {
+			select {
+			case at := <-back:
+				d := at.Sub(t0)
+				h.Add(d)
+				last = max(last, d)
+			case err := <-errs:
+				return Result{Error: "Await: " + err.Error()}
+			case <-time.After(time.Minute):
+				return Result{Error: "an awaiter was not released within a minute"}
+			}
+		}
+		alls = append(alls, float64(last.Microseconds()))
+	}
+	sort.Float64s(alls)
+	return Result{OK: true, Ops: int64(h.Count()), P50us: us(h.Quantile(0.5)), P99us: us(h.Quantile(0.99)),
+		Waiters: n, Ext: map[string]float64{"all_us": alls[len(alls)/2], "subs": float64(subs)}}
 }
 
 type rlockM struct {

@@ -71,7 +71,7 @@ func main() {
 	flag.StringVar(&o.svg, "svg", "results.svg", "chart to write (next to -out when relative)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds; the report shows the median of the rounds")
 	flag.StringVar(&contenders, "contenders", "rlock,limit,bsm,redsync,rueidislock,redisson", "contenders to run")
-	flag.StringVar(&scenarios, "scenarios", "s1,s2,s3,s4,fam,fair,allocs", "scenarios to run (fam: the read and fenced locks' S1 at 1, 16, 256 goroutines and S5, the writer hand-off under 16 readers; fair: S2 of the fair lock at 16 and 256 waiters)")
+	flag.StringVar(&scenarios, "scenarios", "s1,s2,s3,s4,fam,fair,sync,allocs", "scenarios to run (fam: the read and fenced locks' S1 at 1, 16, 256 goroutines and S5, the writer hand-off under 16 readers; fair: S2 of the fair lock at 16 and 256 waiters; sync: a semaphore's S1 at 1, 16, 256 and S2 at 16, and the release of 1000 latch awaiters)")
 	flag.StringVar(&s1conc, "s1-conc", "1,4,16,256", "S1 goroutine counts")
 	flag.DurationVar(&o.s1Warm, "s1-warm", 300*time.Millisecond, "S1 warm-up per run")
 	flag.DurationVar(&o.s1Dur, "s1-dur", 2*time.Second, "S1 measured time per run")
@@ -231,6 +231,19 @@ func run(o options) error {
 				}
 			}
 		}
+		if o.scenarios["sync"] {
+			for _, conc := range syncConc {
+				for _, c := range rotate(semContenders(o), round) {
+					r.runOne("s1", conc, c)
+				}
+			}
+			for _, c := range rotate(semContenders(o), round) {
+				r.runOne("s2", 16, c)
+			}
+			for _, c := range rotate(latchContenders(o), round) {
+				r.runOne("latch", latchAwaiters, c)
+			}
+		}
 		if o.scenarios["s3"] {
 			for _, n := range o.s3Sizes {
 				if round >= o.s3Rounds || (n >= 100000 && round >= o.s3BigRounds) {
@@ -335,6 +348,31 @@ func fairContenders(o options) []string {
 	return out
 }
 
+// The synchronizers: S1 and S2 of a semaphore of one permit (Acquire(1),
+// Release(1)), and the release of 1000 latch awaiters, against Redisson.
+var syncConc = []int{1, 16, 256}
+
+const (
+	latchAwaiters = 1000
+	latchRounds   = 5
+)
+
+func semContenders(o options) []string {
+	out := []string{"rlock-sem"}
+	if has(o.contenders, "redisson") {
+		out = append(out, "redisson-sem")
+	}
+	return out
+}
+
+func latchContenders(o options) []string {
+	out := []string{"rlock"}
+	if has(o.contenders, "redisson") {
+		out = append(out, "redisson")
+	}
+	return out
+}
+
 func s5Contenders(o options) []string {
 	out := []string{"rlock"}
 	if has(o.contenders, "redisson") {
@@ -411,6 +449,9 @@ func (r *runner) runGo(scenario string, param int, contender string) (bench.Resu
 	case "s1", "s5":
 		args = append(args, "-conc", strconv.Itoa(param), "-warm", o.s1Warm.String(), "-dur", o.s1Dur.String())
 		timeout = o.s1Warm + o.s1Dur + 60*time.Second
+	case "latch":
+		args = append(args, "-n", strconv.Itoa(param), "-conc", strconv.Itoa(latchRounds))
+		timeout = 5 * time.Minute
 	case "s2":
 		args = append(args, "-conc", strconv.Itoa(param), "-dur", o.s2Dur.String(), "-maxdur", o.s2Max.String(),
 			"-minacq", strconv.Itoa(o.s2MinAcq))
@@ -488,13 +529,16 @@ func (r *runner) runJava(scenario string, param int, contender string) (bench.Re
 			line += " " + kind // read, fenced
 		}
 		timeout = o.s1Warm + o.s1Dur + 30*time.Second
+	case "latch":
+		line = fmt.Sprintf("latch %d %d", param, latchRounds)
+		timeout = 5 * time.Minute
 	case "s5":
 		line = fmt.Sprintf("s5 %d %d %d", param, o.s1Warm.Milliseconds(), o.s1Dur.Milliseconds())
 		timeout = o.s1Warm + o.s1Dur + 60*time.Second
 	case "s2":
 		line = fmt.Sprintf("s2 %d %d %d %d %d %d", param, o.s1Warm.Milliseconds(), o.s2Dur.Milliseconds(), o.s2Max.Milliseconds(), o.s2MinAcq, 100)
-		if contender == "redisson-fair" {
-			line += " fair"
+		if kind, ok := strings.CutPrefix(contender, "redisson-"); ok {
+			line += " " + kind // fair, sem
 		}
 		timeout = o.s2Max + 90*time.Second
 	case "s3":

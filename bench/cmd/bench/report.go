@@ -198,6 +198,7 @@ func (r *runner) write() error {
 	r.writeS4(w)
 	r.writeFamily(w)
 	r.writeFair(w)
+	r.writeSync(w)
 	r.writeSettings(w)
 	r.writeFailures(w)
 
@@ -718,6 +719,62 @@ func (r *runner) writeFair(w func(string, ...any)) {
 		if rl.good() && js.good() && js.v > 0 {
 			w("\nAt %d waiters rlock's fair lock hands off %.2f× as often as Redisson's %s.", conc, rl.v/js.v, mark(rl.v/js.v >= 2))
 		}
+	}
+	w("\n\n")
+}
+
+// writeSync reports the synchronizers against Redisson (target: 2x
+// Redisson; one subscription per name per client).
+func (r *runner) writeSync(w func(string, ...any)) {
+	o := r.o
+	if !o.scenarios["sync"] {
+		return
+	}
+	p99 := func(x bench.Result) float64 { return x.P99us }
+	w("## The semaphore and the count-down latch\n\n")
+	w("S1 of a semaphore of one permit per goroutine (`Semaphore(name)`, `TrySetPermits(1)` before the run; a pair is `Acquire(1)` then `Release(1)`; Redisson `getSemaphore(name)`, `acquire()`, `release()`), and S2 on one such semaphore shared by 16 goroutines in two clients: a hand-off is the release by the holder and the wake-up of a blocked acquirer (its Acquire return minus the previous holder's Release return).\n\n")
+	w("| scenario | goroutines | rlock | Redisson 4.7.0 | rlock ÷ Redisson (target ≥ 2) |\n|---|---|---|---|---|\n")
+	for _, conc := range syncConc {
+		k1, k2 := key("s1", conc, "rlock-sem"), key("s1", conc, "redisson-sem")
+		rl, js := r.med(k1, rate), r.med(k2, rate)
+		ratio := "not measured"
+		if rl.good() && js.good() && js.v > 0 {
+			ratio = fmt.Sprintf("%.2f× %s", rl.v/js.v, mark(rl.v/js.v >= 2))
+		}
+		w("| S1 pairs/s (p50, p99) | %d | %s (%s, %s) | %s (%s, %s) | %s |\n", conc,
+			rl.cell(num), r.med(k1, p50).cell(lat), r.med(k1, p99).cell(lat),
+			js.cell(num), r.med(k2, p50).cell(lat), r.med(k2, p99).cell(lat), ratio)
+	}
+	k1, k2 := key("s2", 16, "rlock-sem"), key("s2", 16, "redisson-sem")
+	rl, js := r.med(k1, rate), r.med(k2, rate)
+	ratio := "not measured"
+	if rl.good() && js.good() && js.v > 0 {
+		ratio = fmt.Sprintf("%.2f× %s", rl.v/js.v, mark(rl.v/js.v >= 2))
+	}
+	w("| S2 hand-offs/s (wake-up p50, p99) | 16 | %s (%s, %s) | %s (%s, %s) | %s |\n\n",
+		rl.cell(num), r.med(k1, p50).cell(lat), r.med(k1, p99).cell(lat),
+		js.cell(num), r.med(k2, p50).cell(lat), r.med(k2, p99).cell(lat), ratio)
+
+	w("The latch: %d awaiters in one client (goroutines; Java threads) `Await` a latch of count 1; once all wait, one `CountDown`. Latency: each awaiter's return minus the start of the CountDown call, over %d rounds; \"all released\": the median over the rounds of the last awaiter's latency. Subscriptions: the client's, to the latch's channel, while the awaiters waited.\n\n", latchAwaiters, latchRounds)
+	w("| contender | awaiter p50 | awaiter p99 | all released | subscriptions |\n|---|---|---|---|---|\n")
+	ext := func(name string) func(bench.Result) float64 {
+		return func(x bench.Result) float64 { return x.Ext[name] }
+	}
+	for _, c := range latchContenders(o) {
+		k := key("latch", latchAwaiters, c)
+		subs := r.med(k, ext("subs"))
+		sub := "not measured"
+		if subs.good() {
+			sub = fmt.Sprintf("%.0f", subs.v)
+			if c == "rlock" {
+				sub += " " + mark(subs.v == 1)
+			}
+		}
+		w("| %s | %s | %s | %s | %s |\n", display(c), r.med(k, p50).cell(lat), r.med(k, p99).cell(lat), r.med(k, ext("all_us")).cell(lat), sub)
+	}
+	rlA, jsA := r.med(key("latch", latchAwaiters, "rlock"), ext("all_us")), r.med(key("latch", latchAwaiters, "redisson"), ext("all_us"))
+	if rlA.good() && jsA.good() && rlA.v > 0 {
+		w("\nAll %d awaiters are released %.1f× as fast as Redisson's %s.", latchAwaiters, jsA.v/rlA.v, mark(jsA.v/rlA.v >= 2))
 	}
 	w("\n\n")
 }

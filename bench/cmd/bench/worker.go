@@ -102,6 +102,15 @@ func workerMain(args []string) {
 				*maxDur = 3 * *dur
 			}
 			return bench.S2Min(c1, c2, prefix+"lock", *conc, *warm, *dur, *maxDur, *minAcq, *cs)
+		case "latch":
+			c, err := bench.New("rlock", cfg)
+			if err != nil {
+				return bench.Result{Error: err.Error()}
+			}
+			defer c.Close()
+			return c.(interface {
+				Latch(name string, n, rounds int) bench.Result
+			}).Latch(prefix+"latch", *n, *conc)
 		case "s5":
 			c, err := bench.New(*contender, cfg)
 			if err != nil {

@@ -119,7 +119,7 @@ public final class Bench {
             case "warmup": {
                 long ms = Long.parseLong(f[1]);
                 s1(16, 0, ms / 2, "lock");
-                s2(16, 0, ms / 2, ms / 2, 0, 100, false);
+                s2(16, 0, ms / 2, ms / 2, 0, 100, "lock");
                 return "{\"ok\":true}";
             }
             case "s1":
@@ -128,7 +128,9 @@ public final class Bench {
                 return s5(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]));
             case "s2":
                 return s2(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]), Long.parseLong(f[4]),
-                        Long.parseLong(f[5]), Long.parseLong(f[6]), f.length > 7 && f[7].equals("fair"));
+                        Long.parseLong(f[5]), Long.parseLong(f[6]), f.length > 7 ? f[7] : "lock");
+            case "latch":
+                return latch(Integer.parseInt(f[1]), Integer.parseInt(f[2]));
             case "s3":
                 closeIdleClients();
                 return s3(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]));
@@ -195,6 +197,44 @@ public final class Bench {
 
     // ---- S1 ----
 
+    /** What S1 and S2 take and give back: a lock, or one permit of a semaphore. */
+    interface Mut {
+        void lock() throws Exception;
+
+        void unlock() throws Exception;
+    }
+
+    private static Mut mut(RLock l) {
+        return new Mut() {
+            public void lock() {
+                l.lock();
+            }
+
+            public void unlock() {
+                l.unlock();
+            }
+        };
+    }
+
+    /** One permit of a semaphore of one permit (set before the run). */
+    private static Mut semMut(RedissonClient c, String name) {
+        org.redisson.api.RSemaphore s = c.getSemaphore(name);
+        s.trySetPermits(1);
+        return new Mut() {
+            public void lock() throws InterruptedException {
+                s.acquire();
+            }
+
+            public void unlock() {
+                s.release();
+            }
+        };
+    }
+
+    private static Mut s1Mut(RedissonClient c, String kind, String name) {
+        return kind.equals("sem") ? semMut(c, name) : mut(s1Lock(c, kind, name));
+    }
+
     private static RLock s1Lock(RedissonClient c, String kind, String name) {
         switch (kind) {
             case "read":
@@ -213,7 +253,7 @@ public final class Bench {
         AtomicReference<Throwable> err = new AtomicReference<>();
         Thread[] ts = new Thread[conc];
         for (int i = 0; i < conc; i++) {
-            RLock l = s1Lock(c, kind, "s1:redisson-" + kind + ":" + i);
+            Mut l = s1Mut(c, kind, "s1:redisson-" + kind + ":" + i);
             Hist h = new Hist();
             hists[i] = h;
             ts[i] = new Thread(() -> {
@@ -342,6 +382,70 @@ public final class Bench {
         long unl;
     }
 
+    /**
+     * The latch release: rounds of n awaiter threads on a latch of count 1;
+     * once all are parked, one countDown; each awaiter's latency is its
+     * await return minus the countDown call's start.
+     */
+    private static String latch(int n, int rounds) throws Exception {
+        RedissonClient c = s1Client();
+        Hist h = new Hist();
+        List<Long> alls = new ArrayList<>();
+        long subs = 0;
+        for (int r = 0; r < rounds; r++) {
+            String name = "latch:redisson:" + r;
+            org.redisson.api.RCountDownLatch l = c.getCountDownLatch(name);
+            l.trySetCount(1);
+            long[] back = new long[n];
+            AtomicReference<Throwable> err = new AtomicReference<>();
+            Thread[] ts = new Thread[n];
+            for (int i = 0; i < n; i++) {
+                int who = i;
+                ts[i] = new Thread(() -> {
+                    try {
+                        l.await();
+                        back[who] = System.nanoTime();
+                    } catch (Throwable e) {
+                        err.compareAndSet(null, e);
+                    }
+                }, "latch-" + i);
+                ts[i].setDaemon(true);
+                ts[i].start();
+            }
+            long deadline = System.currentTimeMillis() + 60_000;
+            for (Thread t : ts) {
+                while (t.getState() != Thread.State.WAITING && t.isAlive()) {
+                    if (System.currentTimeMillis() > deadline) {
+                        return "{\"ok\":false,\"error\":\"the awaiters never all waited\"}";
+                    }
+                    Thread.sleep(1);
+                }
+            }
+            try (Resp admin = new Resp(addr)) {
+                subs = Math.max(subs, admin.numsub("redisson_countdownlatch__channel__{" + name + "}"));
+            }
+            long t0 = System.nanoTime();
+            l.countDown();
+            long last = 0;
+            for (int i = 0; i < n; i++) {
+                ts[i].join(60_000);
+                if (ts[i].isAlive()) {
+                    return "{\"ok\":false,\"error\":\"an awaiter was not released within a minute\"}";
+                }
+                long d = back[i] - t0;
+                h.add(d);
+                last = Math.max(last, d);
+            }
+            if (err.get() != null) {
+                return fail(err.get());
+            }
+            alls.add(last);
+        }
+        java.util.Collections.sort(alls);
+        return "{\"ok\":true,\"ops\":" + h.n + ",\"p50_us\":" + h.quantile(0.5) / 1e3 + ",\"p99_us\":" + h.quantile(0.99) / 1e3
+                + ",\"waiters\":" + n + ",\"ext\":{\"all_us\":" + alls.get(alls.size() / 2) / 1e3 + ",\"subs\":" + subs + "}}";
+    }
+
     private static synchronized RedissonClient[] s2Clients() {
         if (s2a == null) {
             s2a = Redisson.create(config());
@@ -350,9 +454,10 @@ public final class Bench {
         return new RedissonClient[] {s2a, s2b};
     }
 
-    private static String s2(int conc, long warmMs, long durMs, long maxMs, long minAcq, long csUs, boolean fair) throws Exception {
+    private static String s2(int conc, long warmMs, long durMs, long maxMs, long minAcq, long csUs, String kind) throws Exception {
         RedissonClient[] cs = s2Clients();
-        String name = fair ? "s2:redisson:fair" : "s2:redisson:lock";
+        boolean fair = kind.equals("fair");
+        String name = "s2:redisson:" + kind;
         long base = System.nanoTime();
         long csNs = csUs * 1000;
         List<Rec> recs = new ArrayList<>();
@@ -366,7 +471,7 @@ public final class Bench {
         AtomicReference<Throwable> err = new AtomicReference<>();
         Thread[] ts = new Thread[conc];
         for (int i = 0; i < conc; i++) {
-            RLock l = fair ? cs[i % 2].getFairLock(name) : cs[i % 2].getLock(name);
+            Mut l = kind.equals("sem") ? semMut(cs[i % 2], name) : mut(fair ? cs[i % 2].getFairLock(name) : cs[i % 2].getLock(name));
             int who = i;
             ts[i] = new Thread(() -> {
                 long myLap = 0;
@@ -777,6 +882,11 @@ public final class Bench {
 
         long arrayLen(String... args) throws IOException {
             return ((List<?>) call(args)).size();
+        }
+
+        /** PUBSUB NUMSUB of one channel. */
+        long numsub(String channel) throws IOException {
+            return (Long) ((List<?>) call("PUBSUB", "NUMSUB", channel)).get(1);
         }
 
         /** used_cpu_user + used_cpu_sys of INFO cpu, in seconds. */
