@@ -255,3 +255,28 @@ func TestSyncRecordsPerObject(t *testing.T) {
 	assert.Equal(t, 0, availSem(t, e, "rec-a"), "the unknown call took the permit")
 	eventually(t, 20*time.Second, "the abandoned permit given back", func() bool { return availSem(t, e, "rec-a") == 1 })
 }
+
+// TestSyncUnresolvedReleaseRedone: a Release that never reached Redis and
+// whose settling cannot reach Redis within the budget returns
+// ErrUnresolved; once Redis answers, the background finds it did not run
+// and sends it again: the permit comes back exactly once.
+func TestSyncUnresolvedReleaseRedone(t *testing.T) {
+	srv := standaloneLocal(t)
+	e := newMatrixEnv(t, srv)
+	ctx := context.Background()
+	name := "redo-release"
+	do(t, srv, "SCRIPT", "LOAD", scripts.SemUpdate.Text())
+	require.NoError(t, e.other.Semaphore(name).AddPermits(ctx, 1))
+	require.NoError(t, e.c.Semaphore(name).Acquire(ctx, 1))
+	e.faulty.Inject(redistest.Rule{Match: isScript(scripts.SemUpdate), Fault: redistest.Drop})
+	e.faulty.Inject(redistest.Rule{Match: isScript(scripts.SyncFence), Fault: redistest.Drop, Times: 1 << 30})
+	require.ErrorIs(t, e.c.Semaphore(name).Release(ctx, 1), rlock.ErrUnresolved)
+	assert.Equal(t, 0, availSem(t, e, name))
+	e.faulty.Clear()
+	eventually(t, 20*time.Second, "the owed release sent again", func() bool { return availSem(t, e, name) == 1 })
+	// Exactly once: nothing else is pending.
+	eventually(t, 20*time.Second, "no settling left", func() bool {
+		return doInt(t, srv, "ZCARD", "goredisson_ops:{"+name+"}:"+e.c.ID()) <= 1
+	})
+	assert.Equal(t, 1, availSem(t, e, name))
+}

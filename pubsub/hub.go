@@ -2,13 +2,14 @@
 // local waiters of a client, the way Redisson's LockPubSub does.
 //
 // A Hub subscribes to a channel when its first waiter arrives and
-// unsubscribes when its last waiter leaves. Messages wake local waiters:
-// "0" wakes exactly one, "1" wakes every waiter that is waiting at that
-// moment; other payloads are ignored. That is the policy of the locks'
-// channels; a semaphore's channel ("redisson_sc:...") carries a number of
-// permits n and wakes up to n waiters, a count-down latch's
-// ("redisson_countdownlatch__channel__...") wakes every waiter on "0". A wake that arrives while nobody waits
-// is kept as a permit, so the next Wait returns at once (one harmless extra
+// unsubscribes when its last waiter leaves. Messages wake local waiters by
+// the channel's kind. On the locks' channels "0" wakes exactly one waiter
+// and "1" every waiter (keeping a wake for each share not waiting at that
+// moment); a semaphore's channel ("redisson_sc:...") carries a number of
+// permits n and wakes up to n waiters; a count-down latch's
+// ("redisson_countdownlatch__channel__...") wakes every share on "0".
+// Other payloads are ignored. A wake that arrives while nobody waits is
+// kept as a permit, so the next Wait returns at once (one harmless extra
 // attempt for the caller, never a missed unlock).
 //
 // Subscriptions ride on dedicated connections taken from rueidis'
@@ -136,7 +137,10 @@ type entry struct {
 	permits   int
 	waiters   []*Sub
 	closed    bool
-	reset     bool // latch policy: the last message was "1" (a new count, or a delete)
+	// Latch policy: msgs counts the messages (and resyncs) so far; lastNew
+	// is the number of the last "1" (a new count, or a delete), lastOpen
+	// that of the last "0" or resync (messages may have been lost).
+	msgs, lastNew, lastOpen uint64
 }
 
 // Sub is one waiter's share of a channel subscription. A Sub is used by one
@@ -272,14 +276,22 @@ func (s *Sub) Wait(ctx context.Context, d time.Duration) (bool, error) {
 	return true, nil
 }
 
-// LatchReset reports, on a count-down latch's channel, whether the last
-// message was "1" (the latch was set again, or deleted) with no "0" since:
-// a count of zero read then is a deleted latch, which Redisson's awaiters
-// keep waiting on, not an opened one whose "0" was lost.
-func (s *Sub) LatchReset() bool {
+// LatchMark returns a mark of the messages a count-down latch's channel
+// has had so far, to take before reading the count.
+func (s *Sub) LatchMark() uint64 {
 	s.e.mu.Lock()
 	defer s.e.mu.Unlock()
-	return s.e.reset
+	return s.e.msgs
+}
+
+// LatchShut reports, on a count-down latch's channel, whether a "1" (the
+// latch set again, or deleted) came after mark with no "0" and no resync
+// since: a count of zero read then is a deleted latch, which Redisson's
+// awaiters keep waiting on, not an opened one whose "0" was lost.
+func (s *Sub) LatchShut(mark uint64) bool {
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	return s.e.lastNew > mark && s.e.lastOpen < s.e.lastNew
 }
 
 func (e *entry) closedErr() error {
@@ -322,6 +334,16 @@ func (e *entry) signalOne() {
 	if e.permits < limit {
 		e.permits++
 	}
+}
+
+// wakeAllShares wakes every current waiter and keeps a wake for each
+// other share, so that one about to wait returns at once; e.mu is held.
+func (e *entry) wakeAllShares() {
+	woken := len(e.waiters)
+	e.signalAll()
+	e.hub.mu.Lock()
+	e.permits = max(e.permits, e.refs-woken)
+	e.hub.mu.Unlock()
 }
 
 // signalAll wakes every current waiter; e.mu is held.
@@ -378,19 +400,17 @@ func (e *entry) onMessage(m rueidis.PubSubMessage) {
 	case latchPolicy:
 		if m.Message == "1" {
 			e.mu.Lock()
-			e.reset = true
+			e.msgs++
+			e.lastNew = e.msgs
 			e.mu.Unlock()
 		}
 		if m.Message != "0" {
 			return
 		}
 		e.mu.Lock()
-		e.reset = false
-		woken := len(e.waiters)
-		e.signalAll()
-		e.hub.mu.Lock()
-		e.permits = max(e.permits, e.refs-woken)
-		e.hub.mu.Unlock()
+		e.msgs++
+		e.lastOpen = e.msgs
+		e.wakeAllShares()
 		e.mu.Unlock()
 	default:
 		switch m.Message {
@@ -399,8 +419,11 @@ func (e *entry) onMessage(m rueidis.PubSubMessage) {
 			e.signalOne()
 			e.mu.Unlock()
 		case "1":
+			// Every waiter, and a wake kept for each share not waiting at
+			// this moment (one between its attempt and its Wait would
+			// otherwise miss the message and sleep out the holder's TTL).
 			e.mu.Lock()
-			e.signalAll()
+			e.wakeAllShares()
 			e.mu.Unlock()
 		}
 	}
@@ -432,6 +455,8 @@ func (e *entry) markReady(err error) bool {
 // resync wakes every waiter and leaves a permit for waiters about to wait;
 // e.mu is held.
 func (e *entry) resync() {
+	e.msgs++
+	e.lastOpen = e.msgs
 	e.signalAll()
 	e.hub.mu.Lock()
 	e.permits = e.refs

@@ -259,3 +259,70 @@ func clientList(t *testing.T, e *env) []map[string]string {
 	}
 	return out
 }
+
+// TestWakeAllKeepsWakesForSharesNotWaiting: a "1" wakes the waiting share
+// and keeps a wake for the share that was between its attempt and its
+// Wait, which then returns at once instead of sleeping out the TTL.
+func TestWakeAllKeepsWakesForSharesNotWaiting(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const ch = "redisson_rwlock:{kept}"
+	a, err := e.hub.Subscribe(ctx, ch)
+	require.NoError(t, err)
+	defer a.Release()
+	b, err := e.hub.Subscribe(ctx, ch)
+	require.NoError(t, err)
+	defer b.Release()
+	e.publish(t, ch, "1") // neither waits
+	for _, s := range []*pubsub.Sub{a, b} {
+		woken, err := s.Wait(ctx, 5*time.Second)
+		require.NoError(t, err)
+		assert.True(t, woken, "the wake kept for a share not waiting")
+	}
+}
+
+// TestPolicies: a semaphore's message wakes as many waiters as it carries
+// permits; a latch's "0" wakes every share and its "1" none.
+func TestPolicies(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	t.Run("permits", func(t *testing.T) {
+		const ch = "redisson_sc:{pol}"
+		woken, stop := waiters(t, e, ch, 3)
+		defer stop()
+		require.Eventually(t, func() bool { return e.numsub(t, ch) == 1 }, 5*time.Second, time.Millisecond)
+		// Whether or not each is in Wait yet: a wake that finds nobody
+		// waiting is kept for the next Wait.
+		e.publish(t, ch, "0")
+		e.publish(t, ch, "2")
+		for range 2 {
+			select {
+			case <-woken:
+			case <-time.After(5 * time.Second):
+				t.Fatal("a message of 2 permits woke fewer than 2")
+			}
+		}
+		select {
+		case <-woken:
+			t.Fatal("a message of 2 permits woke a third waiter")
+		case <-time.After(300 * time.Millisecond):
+		}
+	})
+	t.Run("latch", func(t *testing.T) {
+		const ch = "redisson_countdownlatch__channel__{pol}"
+		s, err := e.hub.Subscribe(ctx, ch)
+		require.NoError(t, err)
+		defer s.Release()
+		m := s.LatchMark()
+		e.publish(t, ch, "1")
+		require.Eventually(t, func() bool { return s.LatchShut(m) }, 5*time.Second, time.Millisecond, "a '1' shuts")
+		woken, err := s.Wait(ctx, 100*time.Millisecond)
+		require.NoError(t, err)
+		assert.False(t, woken, "a '1' wakes nobody")
+		e.publish(t, ch, "0")
+		woken, err = s.Wait(ctx, 5*time.Second)
+		require.NoError(t, err)
+		assert.True(t, woken, "a '0' wakes")
+		assert.False(t, s.LatchShut(m), "a '0' opens")
+	})
+}

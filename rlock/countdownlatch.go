@@ -106,19 +106,29 @@ func (l *CountDownLatch) await(ctx context.Context, end time.Time) (bool, error)
 	if l.err != nil {
 		return false, l.err
 	}
-	return l.c.eng.WaitLatch(ctx, l.name, l.channel, end, func(ctx context.Context, sub *pubsub.Sub, woken bool) (bool, error) {
+	var seen uint64 // the message mark before the last read of a count > 0
+	return l.c.eng.WaitLatch(ctx, l.name, l.channel, end, func(ctx context.Context, sub *pubsub.Sub) (bool, error) {
+		var mark uint64
+		if sub != nil {
+			mark = sub.LatchMark()
+		}
 		n, err := l.c.getInt(ctx, l.name)
-		if err != nil || n > 0 {
+		if err != nil {
 			return false, err
 		}
-		// Zero: open, unless it reads zero because the latch was deleted
-		// (a "1" and no "0" since), which Redisson's awaiters wait on
-		// through. Without any message (a lost "0"), the re-check opens.
-		return sub == nil || woken || !sub.LatchReset(), nil
+		if n > 0 {
+			seen = mark
+			return false, nil
+		}
+		// Zero: open, unless the latch was deleted (or set again) since
+		// the count was last seen above zero: a "1" came after that read
+		// with no "0" since, and Redisson's awaiters wait on through a
+		// delete. Without messages (a lost "0"), the re-check opens.
+		return sub == nil || !sub.LatchShut(seen), nil
 	})
 }
 
 func (l *CountDownLatch) update(ctx context.Context, noSync bool, op string, arg ...string) (int64, error) {
 	args := append(append([]string{op}, arg...), l.c.eng.Publish)
-	return l.c.recorded(ctx, &engine.RecCall{Script: scripts.LatchUpdate, Name: l.name, Keys: []string{l.name, l.channel}, Args: args, NoSync: noSync}, op)
+	return l.c.recorded(ctx, &engine.RecCall{Script: scripts.LatchUpdate, Name: l.name, Keys: []string{l.name, l.channel}, Args: args, NoSync: noSync, Redo: op == "countdown"}, op)
 }

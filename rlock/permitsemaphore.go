@@ -311,7 +311,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lea
 // use.
 func (s *PermitExpirableSemaphore) undo(ctx context.Context, raw []string) {
 	for _, r := range raw {
-		if _, err := s.release(context.WithoutCancel(ctx), "one", r); err != nil {
+		if _, err := s.release(context.WithoutCancel(ctx), "one", r); err != nil && !errors.Is(err, ErrNoSyncedReplicas) && !errors.Is(err, ErrUnresolved) {
 			s.c.cfg.logger.Warn("rlock: cannot give back a permit an abandoned acquisition took; it comes back after its lease, if it has one",
 				"semaphore", s.name, "id", hex.EncodeToString([]byte(r)), "err", err)
 		}
@@ -320,7 +320,7 @@ func (s *PermitExpirableSemaphore) undo(ctx context.Context, raw []string) {
 
 func (s *PermitExpirableSemaphore) release(ctx context.Context, mode string, raw ...string) (int64, error) {
 	args := append([]string{strconv.FormatInt(time.Now().UnixMilli(), 10), s.c.eng.Publish, mode}, raw...)
-	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.PsemRelease, Name: s.name, Keys: []string{s.name, s.channel, s.timeouts}, Args: args}, "release")
+	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.PsemRelease, Name: s.name, Keys: []string{s.name, s.channel, s.timeouts}, Args: args, Redo: true}, "release")
 }
 
 func (s *PermitExpirableSemaphore) update(ctx context.Context, op string, n int) (int64, error) {

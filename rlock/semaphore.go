@@ -166,7 +166,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (boo
 // undo gives back permits an acquisition took that its caller will not
 // use.
 func (s *Semaphore) undo(ctx context.Context, n string) {
-	if _, err := s.update(context.WithoutCancel(ctx), "release", n); err != nil {
+	if _, err := s.update(context.WithoutCancel(ctx), "release", n); err != nil && !errors.Is(err, ErrNoSyncedReplicas) && !errors.Is(err, ErrUnresolved) {
 		s.c.cfg.logger.Warn("rlock: cannot give back permits an abandoned acquisition took", "semaphore", s.name, "permits", n, "err", err)
 	}
 }
@@ -183,7 +183,9 @@ func (s *Semaphore) update(ctx context.Context, op string, arg ...string) (int64
 		args = append(args, "0")
 	}
 	args = append(args, s.c.eng.Publish)
-	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.SemUpdate, Name: s.name, Keys: []string{s.name, s.channel}, Args: args}, op)
+	// A release whose outcome stays unknown is owed: the background
+	// sends it again if it did not run.
+	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.SemUpdate, Name: s.name, Keys: []string{s.name, s.channel}, Args: args, Redo: op == "release"}, op)
 }
 
 // recorded runs a synchronizer's write exactly, with replica sync, and

@@ -319,6 +319,22 @@ func TestPermitExpirableSemaphore(t *testing.T) {
 		assert.ErrorIs(t, err, rlock.ErrInvalidArgument, "a huge n is refused, not allocated")
 	})
 
+	t.Run("ManyExpiredAtOnce", func(t *testing.T) {
+		// More expired permits than Lua can unpack (about 8000) come back
+		// in one query.
+		s := c.PermitExpirableSemaphore("psem-many-expired")
+		require.NoError(t, s.AddPermits(ctx, 9000))
+		for _, n := range []int{4096, 4096, 808} {
+			_, err := s.AcquireN(ctx, n, 50*time.Millisecond)
+			require.NoError(t, err)
+		}
+		require.Eventually(t, func() bool {
+			n, err := s.AvailablePermits(ctx)
+			require.NoError(t, err)
+			return n == 9000
+		}, 5*time.Second, 20*time.Millisecond)
+	})
+
 	t.Run("Concurrency", func(t *testing.T) {
 		const permits, workers, rounds = 2, 12, 15
 		name := "psem-conc"

@@ -50,6 +50,6 @@ if v ~= nil and v >= n then
 end
 local head = redis.call('zrange', KEYS[2], 0, 0, 'withscores')
 if head[1] ~= nil and tonumber(head[2]) ~= tonumber(ARGV[7]) then
-    return tonumber(head[2])
+    return math.max(tonumber(head[2]), 2) -- never 1, the acquired reply
 end
 return 0

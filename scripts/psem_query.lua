@@ -19,10 +19,12 @@
 -- held; "acquired" held; "lease" -1 for a non-expiring permit, the ms left
 -- for an expiring one, -2 for an unknown id; "update" 1 when the id was
 -- held (its expiry is now ARGV[5]), else 0.
-local expired = redis.call('zrangebyscore', KEYS[2], 0, ARGV[2])
-if #expired > 0 then
-    redis.call('zrem', KEYS[2], unpack(expired))
-    local v = redis.call('incrby', KEYS[1], #expired)
+-- (ZCOUNT and ZREMRANGEBYSCORE rather than Redisson's ZREM of the ids:
+-- the same effect, with no limit on how many expired at once.)
+local expired = redis.call('zcount', KEYS[2], 0, ARGV[2])
+if expired > 0 then
+    redis.call('zremrangebyscore', KEYS[2], 0, ARGV[2])
+    local v = redis.call('incrby', KEYS[1], expired)
     if v > 0 then
         redis.call(ARGV[3], KEYS[3], v)
     end

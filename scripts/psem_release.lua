@@ -41,10 +41,10 @@ for i = 7, #ARGV do
         return 0
     end
 end
-local expired = redis.call('zrangebyscore', KEYS[3], 0, ARGV[4])
-if #expired > 0 then
-    redis.call('zrem', KEYS[3], unpack(expired))
-    local v = redis.call('incrby', KEYS[1], #expired)
+local expired = redis.call('zcount', KEYS[3], 0, ARGV[4])
+if expired > 0 then
+    redis.call('zremrangebyscore', KEYS[3], 0, ARGV[4])
+    local v = redis.call('incrby', KEYS[1], expired)
     if v > 0 then
         redis.call(ARGV[5], KEYS[2], v)
     end

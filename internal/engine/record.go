@@ -100,6 +100,12 @@ type RecCall struct {
 	// settled: an acquisition the caller does not know about is given
 	// back. Its ctx ends when the client closes.
 	Undo func(ctx context.Context, record string)
+	// Redo: a call whose reply was lost and that the background settles
+	// as not run is sent again (as a new call) in the background: a
+	// release, a give-back, a countDown, which must happen once the
+	// caller was told the outcome is unknown (it must not send it again
+	// itself).
+	Redo bool
 	// Stop, when set, ends the settling early: the caller has gone, the
 	// background settles the call (and runs Undo).
 	Stop <-chan struct{}
@@ -304,8 +310,20 @@ func (e *Engine) laterRecord(c *RecCall, sent time.Time, fence, record, sq strin
 		for !e.Closed() {
 			o, err := e.settleRecord(time.Now().Add(e.Budget), sent, fence, record, sq, nil)
 			if err == nil {
-				if o.Ran && c.Undo != nil {
+				switch {
+				case o.Ran && c.Undo != nil:
 					c.Undo(e.bgCtx, o.Record)
+				case !o.Ran && c.Redo:
+					// Not run: the write is still owed. A new call, in
+					// the background, for as long as the client lives.
+					redo := *c
+					redo.Stop = nil
+					if _, err := e.Recorded(e.bgCtx, time.Now().Add(RecordTTL/4), &redo); err != nil && !errors.Is(err, ErrUnresolved) {
+						e.X.Log.Warn("rlock: a write whose outcome was unknown did not run, and sending it again failed",
+							"object", c.Name, "script", c.Script.String(), "err", err)
+					}
+				case !o.Ran:
+					e.X.Log.Info("rlock: a call whose outcome was unknown did not run", "object", c.Name, "script", c.Script.String())
 				}
 				return
 			}

@@ -30,12 +30,11 @@ func (e *Engine) WaitSync(ctx context.Context, name, channel string, end time.Ti
 }
 
 // WaitLatch is WaitSync for a count-down latch: try also gets the
-// subscription (nil for the first attempt) and whether a message woke
-// the waiter since the last attempt.
+// subscription (nil for the first attempt).
 func (e *Engine) WaitLatch(ctx context.Context, name, channel string, end time.Time,
-	try func(ctx context.Context, sub *pubsub.Sub, woken bool) (ok bool, err error)) (bool, error) {
-	return e.waitSync(ctx, name, channel, end, func(ctx context.Context, _ time.Time, sub *pubsub.Sub, woken bool) (bool, time.Duration, error) {
-		ok, err := try(ctx, sub, woken)
+	try func(ctx context.Context, sub *pubsub.Sub) (ok bool, err error)) (bool, error) {
+	return e.waitSync(ctx, name, channel, end, func(ctx context.Context, _ time.Time, sub *pubsub.Sub, _ bool) (bool, time.Duration, error) {
+		ok, err := try(ctx, sub)
 		return ok, 0, err
 	})
 }
