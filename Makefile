@@ -52,7 +52,7 @@ fuzz:
 STRESS_DURATION ?= 5m
 stress: deps-redis
 	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 3s
-	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 3s --semaphore 3
+	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 10s --semaphore 8
 	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 3s --semaphore 3 --expirable --lease 2s
 
 demo: deps-redis

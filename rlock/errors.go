@@ -61,7 +61,9 @@ var (
 	// and the outcome of a script call is not known yet. The Client keeps
 	// settling it in the background: an acquisition found to have run is
 	// released, an unlock's renewal has stopped. The hold's count stays
-	// exact either way.
+	// exact either way. For the semaphores and the latch: permits an
+	// acquisition took are given back; a Release or CountDown found not to
+	// have run is sent again. Do not send such a call again yourself.
 	ErrUnresolved = engine.ErrUnresolved
 
 	// ErrNoPermit: a permit-expirable semaphore's permit id is not held

@@ -139,6 +139,10 @@ type Report struct {
 	// --expirable, once the killed holders' leases ran out), of
 	// Semaphore per name.
 	PermitsAtEnd, PermitsTotal int
+	// PermitsAmbiguous: plain semaphore, goroutines killed while their
+	// acquire or release was under way (each may have left one permit
+	// taken); the permits at the end must be at least the total less these.
+	PermitsAmbiguous int
 }
 
 func cliMain(args []string, stdout, stderr io.Writer) int {
@@ -234,8 +238,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	if c.Semaphore > 0 {
-		fmt.Fprintf(w, "semaphore: most holders at once %d of %d permits; sections that shared the permits %d; killed holders' permits back by lease %d, given back by the coordinator %d; permits available at the end %d of %d\n",
-			r.MostInside, c.Semaphore, r.Shared, r.PermitsExpired, r.PermitsReturned, r.PermitsAtEnd, r.PermitsTotal)
+		fmt.Fprintf(w, "semaphore: most holders at once %d of %d permits; sections that shared the permits %d; killed holders' permits back by lease %d, given back by the coordinator %d; kills during an acquire or release %d; permits available at the end %d of %d\n",
+			r.MostInside, c.Semaphore, r.Shared, r.PermitsExpired, r.PermitsReturned, r.PermitsAmbiguous, r.PermitsAtEnd, r.PermitsTotal)
 	}
 	fmt.Fprintf(w, "violations: %d\n", r.Violations)
 	fmt.Fprintf(w, "errors: acquire %d, unlock %d, worker %d\n", r.AcquireErrors, r.UnlockErrors, r.WorkerErrors)
@@ -408,10 +412,12 @@ loop:
 			rep.Kills++
 			lastKill = time.Now()
 			if cfg.Semaphore > 0 && !cfg.Expirable {
-				if err := giveBack(ctx, rc, sems, names, w); err != nil {
+				amb, err := giveBack(ctx, rc, sems, names, w)
+				if err != nil {
 					killAll()
 					return nil, err
 				}
+				rep.PermitsAmbiguous += amb
 			}
 			nw, err := start(slot, w.Gen+1)
 			if err != nil {
@@ -490,6 +496,11 @@ loop:
 			}
 			rep.PermitsAtEnd += avail
 		}
+		if !cfg.Expirable && rep.PermitsAtEnd < rep.PermitsTotal-rep.PermitsAmbiguous {
+			rep.WorkerErrors++
+			rep.problem("%d permits available at the end, fewer than the %d set less the %d kills during an acquire or release: a permit was lost",
+				rep.PermitsAtEnd, rep.PermitsTotal, rep.PermitsAmbiguous)
+		}
 		if cfg.Expirable && rep.PermitsAtEnd != rep.PermitsTotal {
 			rep.WorkerErrors++
 			rep.problem("%d permits available at the end, not %d: a permit was lost or made up", rep.PermitsAtEnd, rep.PermitsTotal)
@@ -509,65 +520,64 @@ loop:
 // timeout set (permit-expirable) and this library's record keys.
 func names2(n string) []string { return []string{rlock.PermitTimeoutName(n)} }
 
-// giveBack gives back, after a kill, the permits the killed worker held:
-// for each section its records show open, it INCRs the name's sequence
-// key (so that whoever the permit lets in enters after that number),
-// releases one permit and appends a K record with that number. A holder
-// killed between its acquire and its B record, or between its E record
-// and its release, keeps its permit: lost, as a dead holder's permits of a
-// plain semaphore are.
-func giveBack(ctx context.Context, rc rueidis.Client, sems *rlock.Client, names []string, w *worker) error {
+// giveBack gives back, after a kill, the permits the killed worker held.
+// In plain semaphore mode each goroutine records Q before its Acquire, B
+// once inside, E before its Release and R after it: a goroutine whose last
+// record is B held a permit for sure. For each, giveBack INCRs the name's
+// sequence key (so that whoever the permit lets in enters after that
+// number), releases one permit and appends a K record with that number. A
+// goroutine killed after Q (its acquire may have taken a permit) or after
+// E (its release may not have run) is ambiguous: its permit, if any, stays
+// taken, as a dead holder's permits of a plain semaphore do. It returns
+// how many were ambiguous.
+func giveBack(ctx context.Context, rc rueidis.Client, sems *rlock.Client, names []string, w *worker) (ambiguous int, err error) {
 	recs, err := os.ReadFile(w.Out)
 	if os.IsNotExist(err) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
-	type key struct {
-		g, n int
-		s1   int64
-	}
-	open := map[key]bool{}
-	var order []key
+	last := map[int]record{} // by goroutine
 	for _, line := range splitLines(recs) {
 		var r record
 		if json.Unmarshal(line, &r) != nil {
 			continue
 		}
-		k := key{r.G, r.N, r.S1}
 		switch r.K {
-		case "B":
-			open[k] = true
-			order = append(order, k)
-		case "E", "K":
-			delete(open, k)
+		case "Q", "B", "E", "R", "X", "U":
+			last[r.G] = r
 		}
 	}
 	f, err := os.OpenFile(w.Out, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer f.Close()
-	for _, k := range order {
-		if !open[k] {
+	for g, r := range last {
+		switch r.K {
+		case "Q", "E", "U":
+			ambiguous++
+			continue
+		case "B":
+		default:
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		s2, err := rc.Do(cctx, rc.B().Incr().Key(seqKey(names[k.n])).Build()).AsInt64()
+		s2, err := rc.Do(cctx, rc.B().Incr().Key(seqKey(names[r.N])).Build()).AsInt64()
 		cancel()
 		if err != nil {
-			return fmt.Errorf("giving back a killed holder's permit: %w", err)
+			return ambiguous, fmt.Errorf("giving back a killed holder's permit: %w", err)
 		}
-		if err := sems.Semaphore(names[k.n]).Release(ctx, 1); err != nil {
-			return fmt.Errorf("giving back a killed holder's permit: %w", err)
+		if err := sems.Semaphore(names[r.N]).Release(ctx, 1); err != nil {
+			return ambiguous, fmt.Errorf("giving back a killed holder's permit: %w", err)
 		}
-		b, _ := json.Marshal(record{K: "K", G: k.g, N: k.n, S1: k.s1, S2: s2})
+		b, _ := json.Marshal(record{K: "K", G: g, N: r.N, S1: r.S1, S2: s2})
 		if _, err := f.Write(append(b, '\n')); err != nil {
-			return err
+			return ambiguous, err
 		}
 	}
-	return nil
+	return ambiguous, nil
 }
 
 func splitLines(b []byte) [][]byte {

@@ -360,3 +360,21 @@ func TestStressSemaphore(t *testing.T) {
 		assert.Positive(t, rep.Violations, "without the semaphore, more than 2 must have been inside")
 	})
 }
+
+// The permit of a killed holder counts as taken until its lease, from the
+// acquire's return (TB), has run out, however long the acquire waited
+// (T0 + lease would excuse an entry 200 ms after the permit was taken).
+func TestCheckPermitExpiry(t *testing.T) {
+	killed := func() *section {
+		return &section{proc: proc{0, 0}, S1: 1, T0: 0, TB: 5000 * ms, Lease: 1000, killedAt: 5100 * ms}
+	}
+	early := &section{proc: proc{1, 0}, S1: 3, S2: 4, T0: 5150 * ms, TB: 5200 * ms, TE: 5210 * ms, Lease: 1000}
+	var v Verdict
+	check([]*section{killed(), early}, []int64{4}, 1, 4, 1, &v)
+	assert.Equal(t, 1, v.Violations, "an entry while the only permit was held")
+	late := &section{proc: proc{1, 0}, S1: 3, S2: 4, T0: 5150 * ms, TB: 6050 * ms, TE: 6060 * ms, Lease: 1000}
+	v = Verdict{}
+	check([]*section{killed(), late}, []int64{4}, 1, 4, 1, &v)
+	assert.Zero(t, v.Violations, "an entry after the killed holder's lease ended")
+	assert.Equal(t, 1, v.PermitsExpired)
+}

@@ -103,6 +103,11 @@ const (
 	// clockSlack absorbs clock granularity when wall-clock times of two
 	// processes on one machine are compared.
 	clockSlack = 2 * ms
+	// expirySlack: a fixed lease starts when its acquire script ran,
+	// before TB (the acquire's return) by the reply's trip; an overlap is
+	// explained by the lease only from TB + lease - expirySlack (T0 + lease
+	// would excuse too much: T0 is before the whole wait).
+	expirySlack = 100 * ms
 )
 
 func (v *Verdict) problem(format string, args ...any) {
@@ -150,6 +155,9 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, Read: r.Read, killedAt: p.KilledAt}
 				sections = append(sections, s)
 				open[key{p.proc, r.N, r.S1}] = s
+			case "Q", "R":
+				// Plain semaphore mode's acquiring and released marks
+				// (for giveBack).
 			case "K":
 				// The coordinator gave back the permit of a section cut by
 				// the kill, after INCRing the sequence key to S2.
@@ -219,9 +227,10 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 // An overlap of an earlier section E by a later one L is explained by a
 // lease that ran out, and counted apart, when
 //   - E was cut by a kill (its process died holding the lock), and L
-//     entered once the lease set at E's acquisition (which began at T0)
-//     could have run out (T0 + lease) and, for a watchdog hold, after the
-//     kill; or
+//     entered once the lease set at E's acquisition could have run out:
+//     for a fixed lease, TB + lease (less expirySlack: the script ran
+//     before TB); for a watchdog hold, after the kill and T0 + lease (a
+//     weaker test: the last renewal before the kill is not recorded); or
 //   - E ended after its lease could have run out (Lost: T0 + lease had
 //     passed on E's monotonic clock when E ended).
 //
@@ -291,7 +300,7 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 					switch {
 					case !e.open() && e.S2 < l.S1:
 						continue // e was out before l entered
-					case e.open() && e.killedAt != 0 && e.Lease > 0 && l.TB >= e.T0+e.Lease*ms-clockSlack:
+					case e.open() && e.killedAt != 0 && e.Lease > 0 && l.TB >= e.TB+e.Lease*ms-expirySlack:
 						v.PermitsExpired++ // its lease ran out: its permit came back
 						e.Lease = 0        // counted once
 						continue
@@ -321,7 +330,8 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 					continue
 				}
 				switch {
-				case e.open() && e.killedAt != 0 && l.TB >= e.T0+e.Lease*ms-clockSlack && (l.TB > e.killedAt || !e.WD):
+				case e.open() && e.killedAt != 0 && (e.WD && l.TB >= e.T0+e.Lease*ms-clockSlack && l.TB > e.killedAt ||
+					!e.WD && l.TB >= e.TB+e.Lease*ms-expirySlack):
 					// e's process died holding the lock: l entered once
 					// the lease set at e's acquisition could have run out
 					// and, for a watchdog hold, after the process died

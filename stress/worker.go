@@ -56,6 +56,10 @@ type workerConfig struct {
 //	U: Unlock of the section S1 failed with Err.
 //	X: another failure (acquire, Redis).
 //	F: at the end, N faults of kind State were injected (--faults).
+//	Q, R: plain semaphore mode: goroutine G is about to acquire a permit
+//	   of N; it released its permit of N (see giveBack).
+//	K: written by the coordinator after a kill: it gave back the permit
+//	   of the section S1, after the INCR that returned S2.
 type record struct {
 	K     string `json:"k"`
 	G     int    `json:"g"`
@@ -219,6 +223,10 @@ func workerMain(specJSON string) int {
 					fixed = cfg.Expirable // a permit's lease; a plain permit has none
 				}
 				t0 := time.Now()
+				plainSem := cfg.Permits > 0 && !cfg.Expirable
+				if plainSem {
+					emit(record{K: "Q", G: g, N: n}) // acquiring (see giveBack)
+				}
 				if !cfg.Unsafe {
 					actx, cancelAcquire := context.WithTimeout(rlock.WithOwner(stop, owner), time.Minute)
 					var err error
@@ -256,6 +264,8 @@ func workerMain(specJSON string) int {
 							msg = "not held: " + msg
 						}
 						emit(record{K: "U", G: g, N: n, Err: msg})
+					} else if plainSem {
+						emit(record{K: "R", G: g, N: n}) // released (see giveBack)
 					}
 				}
 				tb := time.Now()
