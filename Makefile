@@ -54,6 +54,7 @@ stress: deps-redis
 	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 3s
 	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 10s --semaphore 8
 	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 3s --semaphore 3 --expirable --lease 2s
+	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 3s --redlock 3 --restart-every 5s
 
 demo: deps-redis
 	@mkdir -p bin

@@ -615,3 +615,53 @@ func (m *rueidisLockM) Unlock(context.Context) error {
 	m.cancel, m.ctx = nil, nil
 	return nil
 }
+
+// RedLockPairs runs, on one goroutine, acquire+release pairs of a RedLock
+// over the first n of addrs (one rlock Client per independent master; n
+// == 1: that member's plain Lock alone), warm first, then dur measured.
+func RedLockPairs(addrs []string, n int, warm, dur time.Duration) Result {
+	if n < 1 || n > len(addrs) {
+		return Result{Error: fmt.Sprintf("redlock: %d members of %d masters", n, len(addrs))}
+	}
+	var members []rlock.Locker
+	for _, a := range addrs[:n] {
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a}})
+		if err != nil {
+			return Result{Error: err.Error()}
+		}
+		defer rc.Close()
+		c, err := rlock.New(rc)
+		if err != nil {
+			return Result{Error: err.Error()}
+		}
+		defer c.Close()
+		members = append(members, c.Lock("redlock:rlock"))
+	}
+	var l rlock.Locker = members[0]
+	if n > 1 {
+		l = rlock.NewRedLock(members...)
+	}
+	ctx := context.Background()
+	var h Hist
+	var ops int64
+	start := time.Now()
+	measureFrom := start.Add(warm)
+	for {
+		t := time.Now()
+		if t.After(measureFrom.Add(dur)) {
+			break
+		}
+		if err := l.Lock(ctx); err != nil {
+			return Result{Error: "lock: " + err.Error()}
+		}
+		if err := l.Unlock(ctx); err != nil {
+			return Result{Error: "unlock: " + err.Error()}
+		}
+		if t.After(measureFrom) {
+			h.Add(time.Since(t))
+			ops++
+		}
+	}
+	return Result{OK: true, Ops: ops, Seconds: dur.Seconds(), Rate: float64(ops) / dur.Seconds(),
+		P50us: us(h.Quantile(0.5)), P99us: us(h.Quantile(0.99))}
+}

@@ -161,12 +161,15 @@ func us(d time.Duration) float64 { return float64(d) / 1e3 }
 // previous holder's Unlock return (P50us/P99us), and minus the moment the
 // previous holder called Unlock (Ext: from_call_*).
 func S2(c1, c2 Contender, name string, conc int, warm, dur, cs time.Duration) Result {
-	return S2Min(c1, c2, name, conc, warm, dur, 3*dur, 300, cs)
+	return S2Min(c1, c2, nil, name, conc, warm, dur, 3*dur, 300, cs)
 }
 
 // S2Min is S2 measuring at least dur and then until minAcq acquisitions
 // were measured or maxDur ran out, so that slow contenders still give a p99.
-func S2Min(c1, c2 Contender, name string, conc int, warm, dur, maxDur time.Duration, minAcq int64, cs time.Duration) Result {
+// a, if not nil, counts the Redis commands per acquisition over the
+// measured window (Ext "scripts_per_acq": script calls; "cmds_per_acq":
+// every command the server ran, those inside scripts included).
+func S2Min(c1, c2 Contender, a *Admin, name string, conc int, warm, dur, maxDur time.Duration, minAcq int64, cs time.Duration) Result {
 	ctx := context.Background()
 	base := time.Now()
 	now := func() int64 { return int64(time.Since(base)) }
@@ -252,6 +255,10 @@ func S2Min(c1, c2 Contender, name string, conc int, warm, dur, maxDur time.Durat
 		}()
 	}
 	time.Sleep(warm)
+	var st0, st1 map[string]CmdStat
+	if a != nil {
+		st0, _ = a.CommandStats(ctx)
+	}
 	k0 := seq.Load()
 	start := time.Now()
 	phase.Store(1)
@@ -261,6 +268,9 @@ func S2Min(c1, c2 Contender, name string, conc int, warm, dur, maxDur time.Durat
 	}
 	k1 := seq.Load()
 	elapsed := time.Since(start)
+	if a != nil {
+		st1, _ = a.CommandStats(ctx)
+	}
 	phase.Store(2)
 	lapMu.Lock()
 	lapCond.Broadcast()
@@ -299,6 +309,21 @@ func S2Min(c1, c2 Contender, name string, conc int, warm, dur, maxDur time.Durat
 		P50us: us(hRet.Quantile(0.5)), P99us: us(hRet.Quantile(0.99)), Violations: viol.Load(),
 		Ext: map[string]float64{"from_call_p50_us": us(hCall.Quantile(0.5)), "from_call_p99_us": us(hCall.Quantile(0.99)),
 			"negative_share": float64(negative) / float64(max(n, 1))}}
+	if st0 != nil && st1 != nil && acquires > 0 {
+		var all0, all1 int64
+		for k, v := range st0 {
+			if k != "info" {
+				all0 += v.Calls
+			}
+		}
+		for k, v := range st1 {
+			if k != "info" {
+				all1 += v.Calls
+			}
+		}
+		r.Ext["scripts_per_acq"] = float64(ScriptStats(st1).Calls-ScriptStats(st0).Calls) / float64(acquires)
+		r.Ext["cmds_per_acq"] = float64(all1-all0) / float64(acquires)
+	}
 	if os.Getenv("BENCH_DEBUG") != "" {
 		q := func(h *Hist) string {
 			return fmt.Sprintf("n=%d q10 %v q25 %v q50 %v q75 %v q90 %v q99 %v", h.Count(), h.Quantile(.1), h.Quantile(.25), h.Quantile(.5), h.Quantile(.75), h.Quantile(.9), h.Quantile(.99))

@@ -17,6 +17,12 @@
 //
 //	go run ./stress --duration 30s --procs 3 --goroutines 4 --names 4 --kill-every 3s
 //
+// With --redlock M the names are RedLocks over M independent masters
+// (one rlock Client per master in each worker); every --restart-every one
+// master is killed, kept down for the longest lease (Redlock's delayed
+// restart: no lock on it outlives that) and restarted empty. The check is
+// the same: a majority that restarts empty never lets two holders in.
+//
 // With --semaphore N the names are semaphores of N permits (with
 // --expirable, permit-expirable ones whose permits have the --lease): the
 // check is then that no section enters while N others are inside, a
@@ -62,24 +68,26 @@ func main() {
 
 // Config is a stress run.
 type Config struct {
-	Redis      string        // host:port; empty: start a redis-server
-	Procs      int           // worker processes
-	Goroutines int           // goroutines per worker
-	Names      int           // lock names
-	Duration   time.Duration // how long the workers run
-	KillEvery  time.Duration // mean time between SIGKILLs; 0: none
-	Watchdog   time.Duration // the workers' watchdog timeout
-	Lease      time.Duration // the lease of LockLease holds
-	MaxHold    time.Duration // a critical section lasts up to this
-	Unsafe     bool          // skip locking (the check must then fail)
-	Faults     float64       // chance that a worker's script call gets an injected fault
-	RW         bool          // read-write locks: three reads to one write
-	Fair       bool          // fair locks: waiters must be served in the order they called
-	FairWait   time.Duration // the fair locks' wait timeout (reservation per waiter); 0: 3s
-	Semaphore  int           // > 0: semaphores of this many permits instead of locks
-	Expirable  bool          // with Semaphore: permit-expirable semaphores (permits with the lease)
-	Seed       uint64        // 0: random
-	KeepDir    bool          // keep the workers' records (and print where)
+	Redis        string        // host:port; empty: start a redis-server
+	Procs        int           // worker processes
+	Goroutines   int           // goroutines per worker
+	Names        int           // lock names
+	Duration     time.Duration // how long the workers run
+	KillEvery    time.Duration // mean time between SIGKILLs; 0: none
+	Watchdog     time.Duration // the workers' watchdog timeout
+	Lease        time.Duration // the lease of LockLease holds
+	MaxHold      time.Duration // a critical section lasts up to this
+	Unsafe       bool          // skip locking (the check must then fail)
+	Faults       float64       // chance that a worker's script call gets an injected fault
+	RW           bool          // read-write locks: three reads to one write
+	Fair         bool          // fair locks: waiters must be served in the order they called
+	FairWait     time.Duration // the fair locks' wait timeout (reservation per waiter); 0: 3s
+	Semaphore    int           // > 0: semaphores of this many permits instead of locks
+	Expirable    bool          // with Semaphore: permit-expirable semaphores (permits with the lease)
+	RedLock      int           // > 0: RedLocks over this many independent masters (restarted at random)
+	RestartEvery time.Duration // --redlock: mean time between master restarts; 0: none
+	Seed         uint64        // 0: random
+	KeepDir      bool          // keep the workers' records (and print where)
 
 	// Exe is the worker binary, run with workerEnv set; default: this
 	// program (os.Executable).
@@ -97,6 +105,9 @@ func (c *Config) defaults() error {
 	}
 	if c.Fair && c.RW {
 		return errors.New("--fair and --rw cannot be combined")
+	}
+	if c.RedLock < 0 || c.RedLock == 1 || c.RedLock == 2 || (c.RedLock > 0 && (c.Fair || c.RW || c.Semaphore > 0)) {
+		return errors.New("--redlock needs at least 3 masters and cannot be combined with --fair, --rw or --semaphore")
 	}
 	if c.Semaphore < 0 || (c.Semaphore > 0 && (c.Fair || c.RW)) || (c.Expirable && c.Semaphore == 0) {
 		return errors.New("--semaphore must be positive, and cannot be combined with --fair or --rw; --expirable needs --semaphore")
@@ -143,6 +154,9 @@ type Report struct {
 	// acquire or release was under way (each may have left one permit
 	// taken); the permits at the end must be at least the total less these.
 	PermitsAmbiguous int
+	// --redlock: masters killed and restarted empty (each kept down for
+	// the longest lease first, Redlock's delayed restart).
+	MasterRestarts int
 }
 
 func cliMain(args []string, stdout, stderr io.Writer) int {
@@ -165,6 +179,8 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.FairWait, "fair-wait", 3*time.Second, "the fair locks' wait timeout (how long a dead waiter can hold up the line)")
 	fs.IntVar(&c.Semaphore, "semaphore", 0, "use semaphores with this many permits per name instead of locks: never more holders than permits")
 	fs.BoolVar(&c.Expirable, "expirable", false, "with --semaphore: permit-expirable semaphores, each permit with the --lease (a killed holder's permits come back after it)")
+	fs.IntVar(&c.RedLock, "redlock", 0, "use RedLocks over this many (>= 3) independent masters that the run kills and restarts empty")
+	fs.DurationVar(&c.RestartEvery, "restart-every", 4*time.Second, "with --redlock: mean time between master restarts (0: none); each stays down for the longest lease first")
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: random)")
 	fs.BoolVar(&c.KeepDir, "keep", false, "keep the workers' record files and print their directory")
 	if err := fs.Parse(args); err != nil {
@@ -198,6 +214,9 @@ func (r *Report) Print(w io.Writer) {
 	}
 	if c.Fair {
 		mode = fmt.Sprintf("fair locks (wait timeout %v), Lock (watchdog) and LockLease", c.FairWait)
+	}
+	if c.RedLock > 0 {
+		mode = fmt.Sprintf("RedLocks over %d masters, one killed and restarted empty every %v on average (down for the longest lease first), Lock (watchdog) and LockLease", c.RedLock, c.RestartEvery)
 	}
 	if c.Semaphore > 0 {
 		mode = fmt.Sprintf("semaphores of %d permits (a killed holder's permits given back by the coordinator)", c.Semaphore)
@@ -236,6 +255,9 @@ func (r *Report) Print(w io.Writer) {
 			fmt.Fprintf(w, " (with injected faults, a refused queueing call may arrive late: reordering is reported, not failed)")
 		}
 		fmt.Fprintln(w)
+	}
+	if c.RedLock > 0 {
+		fmt.Fprintf(w, "master restarts: %d\n", r.MasterRestarts)
 	}
 	if c.Semaphore > 0 {
 		fmt.Fprintf(w, "semaphore: most holders at once %d of %d permits; sections that shared the permits %d; killed holders' permits back by lease %d, given back by the coordinator %d; kills during an acquire or release %d; permits available at the end %d of %d\n",
@@ -329,6 +351,61 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	var lastKill time.Time
 
+	// --redlock: the independent masters, and their restarts.
+	var masterAddrs []string
+	var masters []*redistest.Server
+	for i := range cfg.RedLock {
+		m, err := redistest.StartServer(ctx, redistest.Config{Name: fmt.Sprintf("stress-master-%d", i)})
+		if err != nil {
+			return nil, err
+		}
+		defer m.Close()
+		masters = append(masters, m)
+		masterAddrs = append(masterAddrs, m.Addr)
+	}
+	restartsDone := make(chan error, 1)
+	restartStop := make(chan struct{})
+	if len(masters) > 0 && cfg.RestartEvery > 0 {
+		down := max(cfg.Watchdog, cfg.Lease) + 200*time.Millisecond // no lock on it outlives this
+		rrng := mrand.New(mrand.NewPCG(cfg.Seed, 1))
+		go func() {
+			for {
+				d := cfg.RestartEvery/2 + time.Duration(rrng.Int64N(int64(cfg.RestartEvery)+1))
+				select {
+				case <-restartStop:
+					restartsDone <- nil
+					return
+				case <-time.After(d):
+				}
+				m := masters[rrng.IntN(len(masters))]
+				if err := m.Kill(); err != nil {
+					restartsDone <- err
+					return
+				}
+				select {
+				case <-restartStop:
+				case <-time.After(down):
+				}
+				if err := m.Restart(ctx); err != nil {
+					restartsDone <- err
+					return
+				}
+				rep.MasterRestarts++ // read after restartsDone
+			}
+		}()
+	} else {
+		close(restartStop)
+		restartsDone <- nil
+	}
+	stopRestarts := func() error {
+		select {
+		case <-restartStop:
+		default:
+			close(restartStop)
+		}
+		return <-restartsDone
+	}
+
 	rng := mrand.New(mrand.NewPCG(cfg.Seed, 0))
 	start := func(slot, gen int) (*worker, error) {
 		w := &worker{procResult: procResult{proc: proc{slot, gen}, Out: filepath.Join(dir, fmt.Sprintf("worker-%d-%d.jsonl", slot, gen))}}
@@ -336,7 +413,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			Addr: addr, Names: names, Goroutines: cfg.Goroutines,
 			WatchdogMs: cfg.Watchdog.Milliseconds(), LeaseMs: cfg.Lease.Milliseconds(),
 			MaxHoldUs: cfg.MaxHold.Microseconds(), Unsafe: cfg.Unsafe, Faults: cfg.Faults, RW: cfg.RW, Out: w.Out,
-			FairWaitMs: fairWaitMs(cfg), Permits: cfg.Semaphore, Expirable: cfg.Expirable,
+			FairWaitMs: fairWaitMs(cfg), Permits: cfg.Semaphore, Expirable: cfg.Expirable, Masters: masterAddrs,
 			Seed: cfg.Seed ^ uint64(slot)<<32 ^ uint64(gen)<<48,
 		})
 		w.cmd = exec.Command(cfg.Exe)
@@ -433,6 +510,10 @@ loop:
 		}
 	}
 
+	if err := stopRestarts(); err != nil {
+		killAll()
+		return nil, fmt.Errorf("restarting a master: %w", err)
+	}
 	// Stop: EOF on stdin; each worker finishes its sections and exits.
 	for _, w := range running {
 		_ = w.stdin.Close()

@@ -378,3 +378,18 @@ func TestCheckPermitExpiry(t *testing.T) {
 	assert.Zero(t, v.Violations, "an entry after the killed holder's lease ended")
 	assert.Equal(t, 1, v.PermitsExpired)
 }
+
+// TestStressRedLock: RedLocks over 3 independent masters while worker
+// processes are killed and masters are killed and restarted empty (each
+// kept down for the longest lease first, Redlock's delayed restart): no
+// two holders overlap, except after a killed holder's lease ran out.
+func TestStressRedLock(t *testing.T) {
+	rep := runContention(t, func(cfg *Config) {
+		cfg.Duration, cfg.KillEvery, cfg.RedLock, cfg.RestartEvery = 15*time.Second, 3*time.Second, 3, 3*time.Second
+		cfg.Names, cfg.Lease, cfg.Watchdog = 2, time.Second, time.Second
+	})
+	assert.Zero(t, rep.Violations, "two RedLock holders overlapped")
+	assert.True(t, rep.OK(), "the run failed")
+	assert.GreaterOrEqual(t, rep.MasterRestarts, 2, "too few master restarts: the check proves little")
+	assert.Greater(t, rep.Acquisitions, 500)
+}

@@ -34,6 +34,7 @@ type workerConfig struct {
 	FairWaitMs int64    `json:"fair_wait_ms"` // > 0: fair locks with this wait timeout
 	Permits    int      `json:"permits"`      // > 0: semaphores instead of locks
 	Expirable  bool     `json:"expirable"`    // permit-expirable semaphores, permits with the lease
+	Masters    []string `json:"masters"`      // RedLocks over these independent masters
 	Out        string   `json:"out"`
 	Seed       uint64   `json:"seed"`
 }
@@ -183,6 +184,33 @@ func workerMain(specJSON string) int {
 	}
 	defer c.Close()
 
+	// --redlock: one Client per independent master (rueidis cannot start
+	// on a master that is down: retry while the coordinator restarts it).
+	var masters []*rlock.Client
+	for _, addr := range cfg.Masters {
+		var mrc rueidis.Client
+		deadline := time.Now().Add(time.Minute)
+		for {
+			mrc, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
+			if err == nil || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stress worker: master", addr, err)
+			return 1
+		}
+		defer mrc.Close()
+		mc, err := rlock.New(mrc, rlock.WithWatchdogTimeout(time.Duration(cfg.WatchdogMs)*time.Millisecond))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stress worker:", err)
+			return 1
+		}
+		defer mc.Close()
+		masters = append(masters, mc)
+	}
+
 	stop, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -218,6 +246,13 @@ func workerMain(specJSON string) int {
 					}
 				}
 				fixed := rng.IntN(2) == 0
+				if len(masters) > 0 {
+					members := make([]rlock.Locker, len(masters))
+					for i, mc := range masters {
+						members[i] = mc.Lock(cfg.Names[n])
+					}
+					l = rlock.NewRedLock(members...)
+				}
 				if cfg.Permits > 0 {
 					l = &permitHolder{c: c, name: cfg.Names[n], expirable: cfg.Expirable}
 					fixed = cfg.Expirable // a permit's lease; a plain permit has none

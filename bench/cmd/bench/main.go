@@ -71,7 +71,7 @@ func main() {
 	flag.StringVar(&o.svg, "svg", "results.svg", "chart to write (next to -out when relative)")
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds; the report shows the median of the rounds")
 	flag.StringVar(&contenders, "contenders", "rlock,limit,bsm,redsync,rueidislock,redisson", "contenders to run")
-	flag.StringVar(&scenarios, "scenarios", "s1,s2,s3,s4,fam,fair,sync,allocs", "scenarios to run (fam: the read and fenced locks' S1 at 1, 16, 256 goroutines and S5, the writer hand-off under 16 readers; fair: S2 of the fair lock at 16 and 256 waiters; sync: a semaphore's S1 at 1, 16, 256 and S2 at 16, and the release of 1000 latch awaiters)")
+	flag.StringVar(&scenarios, "scenarios", "s1,s2,s3,s4,fam,fair,sync,redlock,allocs", "scenarios to run (fam: the read and fenced locks' S1 at 1, 16, 256 goroutines and S5, the writer hand-off under 16 readers; fair: S2 of the fair lock at 16 and 256 waiters; sync: a semaphore's S1 at 1, 16, 256 and S2 at 16, and the release of 1000 latch awaiters; redlock: RedLock pairs over 1, 3, 5 masters)")
 	flag.StringVar(&s1conc, "s1-conc", "1,4,16,256", "S1 goroutine counts")
 	flag.DurationVar(&o.s1Warm, "s1-warm", 300*time.Millisecond, "S1 warm-up per run")
 	flag.DurationVar(&o.s1Dur, "s1-dur", 2*time.Second, "S1 measured time per run")
@@ -133,6 +133,7 @@ func logf(format string, args ...any) {
 type runner struct {
 	o       options
 	srv     *bench.Server
+	masters []string // redlock: the main server's address and four more
 	admin   *bench.Admin
 	self    string
 	java    *javaWorker
@@ -171,6 +172,18 @@ func run(o options) error {
 	}
 	defer r.srv.Stop()
 	logf("redis-server on %s", r.srv.Addr)
+	if o.scenarios["redlock"] {
+		// Independent masters for the RedLock: the main server and four more.
+		r.masters = []string{r.srv.Addr}
+		for range 4 {
+			m, err := bench.StartRedis()
+			if err != nil {
+				return err
+			}
+			defer m.Stop()
+			r.masters = append(r.masters, m.Addr)
+		}
+	}
 	r.admin, err = bench.NewAdmin(r.srv.Addr)
 	if err != nil {
 		return err
@@ -242,6 +255,13 @@ func run(o options) error {
 			}
 			for _, c := range rotate(latchContenders(o), round) {
 				r.runOne("latch", latchAwaiters, c)
+			}
+		}
+		if o.scenarios["redlock"] && len(r.masters) > 0 {
+			for _, n := range redlockSizes {
+				for _, c := range rotate(latchContenders(o), round) {
+					r.runOne("redlock", n, c)
+				}
 			}
 		}
 		if o.scenarios["s3"] {
@@ -351,6 +371,10 @@ func fairContenders(o options) []string {
 // The synchronizers: S1 and S2 of a semaphore of one permit (Acquire(1),
 // Release(1)), and the release of 1000 latch awaiters, against Redisson.
 var syncConc = []int{1, 16, 256}
+
+// The RedLock: acquire+release on one goroutine over 1 (one member's
+// plain lock), 3 and 5 independent masters.
+var redlockSizes = []int{1, 3, 5}
 
 const (
 	latchAwaiters = 1000
@@ -532,6 +556,9 @@ func (r *runner) runJava(scenario string, param int, contender string) (bench.Re
 	case "latch":
 		line = fmt.Sprintf("latch %d %d", param, latchRounds)
 		timeout = 5 * time.Minute
+	case "redlock":
+		line = fmt.Sprintf("redlock %d %d %d %s", param, o.s1Warm.Milliseconds(), o.s1Dur.Milliseconds(), strings.Join(r.masters, ","))
+		timeout = o.s1Warm + o.s1Dur + 60*time.Second
 	case "s5":
 		line = fmt.Sprintf("s5 %d %d %d", param, o.s1Warm.Milliseconds(), o.s1Dur.Milliseconds())
 		timeout = o.s1Warm + o.s1Dur + 60*time.Second

@@ -199,6 +199,7 @@ func (r *runner) write() error {
 	r.writeFamily(w)
 	r.writeFair(w)
 	r.writeSync(w)
+	r.writeRedLock(w)
 	r.writeSettings(w)
 	r.writeFailures(w)
 
@@ -696,9 +697,16 @@ func (r *runner) writeFair(w func(string, ...any)) {
 		return
 	}
 	w("## The fair lock: hand-off to queued waiters\n\n")
-	w("S2 (laps: every hand-off goes to a waiter parked in Lock, half of them in each of two clients) on one fair lock (`FairLock(name)`, Redisson `getFairLock(name)`), at 16 and 256 waiters, beside the plain lock (`Lock`, `getLock`). The fair lock queues every waiter (`redisson_lock_queue`) and an unlock wakes only the first in line, on its own channel; the plain lock wakes one waiter of the shared channel, who may lose to another. Hand-off: the next holder's Lock return minus the previous holder's Unlock return. A hand-off of the fair lock is one unlock script (which publishes to the head's channel) and one acquire script by the woken waiter: two script calls, the same as the plain lock's.\n\n")
+	w("S2 (laps: every hand-off goes to a waiter parked in Lock, half of them in each of two clients) on one fair lock (`FairLock(name)`, Redisson `getFairLock(name)`), at 16 and 256 waiters, beside the plain lock (`Lock`, `getLock`). The fair lock queues every waiter (`redisson_lock_queue`) and an unlock wakes only the first in line, on its own channel; the plain lock wakes one waiter of the shared channel, who may lose to another. Hand-off: the next holder's Lock return minus the previous holder's Unlock return. A hand-off of the fair lock is one unlock script (which publishes to the head's channel) and one acquire script by the woken waiter: two script calls, the same as the plain lock's. The last two columns count, over the measured window, the script calls and every command Redis ran (those inside the scripts included) per acquisition, from INFO commandstats.\n\n")
 	rtt, _ := r.rtt()
-	w("| contender | waiters | hand-offs/s | hand-off p50 | hand-off p99 | p50 in round trips (PING p50 %.0f µs; target ≤ 2) |\n|---|---|---|---|---|---|\n", rtt)
+	w("| contender | waiters | hand-offs/s | hand-off p50 | hand-off p99 | p50 in round trips (PING p50 %.0f µs; target ≤ 2) | script calls / hand-off | Redis commands / hand-off |\n|---|---|---|---|---|---|---|---|\n", rtt)
+	extCell := func(k, name string) string {
+		v := r.med(k, func(x bench.Result) float64 { return x.Ext[name] })
+		if !v.good() || v.v == 0 {
+			return "not measured"
+		}
+		return fmt.Sprintf("%.1f", v.v)
+	}
 	for _, conc := range fairConc {
 		for _, c := range fairContenders(o) {
 			k := key("s2", conc, c)
@@ -710,8 +718,8 @@ func (r *runner) writeFair(w func(string, ...any)) {
 					rt += " " + mark(p.v/rtt <= 2)
 				}
 			}
-			w("| %s | %d | %s | %s | %s | %s |\n", display(c), conc, r.med(k, rate).cell(num), p.cell(lat),
-				r.med(k, func(x bench.Result) float64 { return x.P99us }).cell(lat), rt)
+			w("| %s | %d | %s | %s | %s | %s | %s | %s |\n", display(c), conc, r.med(k, rate).cell(num), p.cell(lat),
+				r.med(k, func(x bench.Result) float64 { return x.P99us }).cell(lat), rt, extCell(k, "scripts_per_acq"), extCell(k, "cmds_per_acq"))
 		}
 	}
 	for _, conc := range fairConc {
@@ -777,4 +785,32 @@ func (r *runner) writeSync(w func(string, ...any)) {
 		w("\nAll %d awaiters are released %.1f× as fast as Redisson's %s.", latchAwaiters, jsA.v/rlA.v, mark(jsA.v/rlA.v >= 2))
 	}
 	w("\n\n")
+}
+
+// writeRedLock reports RedLock pairs over 1, 3 and 5 independent masters
+// (target: 3 masters within 1.5x one member's latency).
+func (r *runner) writeRedLock(w func(string, ...any)) {
+	if !r.o.scenarios["redlock"] {
+		return
+	}
+	w("## RedLock over independent masters\n\n")
+	w("One goroutine (thread) locks and unlocks a RedLock (`NewRedLock` of `Lock(name)` on one Client per master; Redisson `new RedissonRedLock(getLock(name)...)`, one RedissonClient per master) over 3 and 5 redis-servers on this machine, beside one member's plain lock (1 master). The members are reached concurrently in Go, one after another in Redisson.\n\n")
+	w("| contender | masters | pairs/s | p50 | p99 | p50 ÷ one member's (target ≤ 1.5 at 3) |\n|---|---|---|---|---|---|\n")
+	p99 := func(x bench.Result) float64 { return x.P99us }
+	for _, c := range latchContenders(r.o) {
+		one := r.med(key("redlock", 1, c), p50)
+		for _, n := range redlockSizes {
+			k := key("redlock", n, c)
+			p := r.med(k, p50)
+			ratio := "—"
+			if n > 1 && p.good() && one.good() && one.v > 0 {
+				ratio = fmt.Sprintf("%.2f", p.v/one.v)
+				if c == "rlock" && n == 3 {
+					ratio += " " + mark(p.v/one.v <= 1.5)
+				}
+			}
+			w("| %s | %d | %s | %s | %s | %s |\n", display(c), n, r.med(k, rate).cell(num), p.cell(lat), r.med(k, p99).cell(lat), ratio)
+		}
+	}
+	w("\n")
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strings"
 	"time"
 
 	"github.com/goredisson/locks/bench"
@@ -23,6 +24,7 @@ func workerMain(args []string) {
 		scenario  = fs.String("scenario", "s1", "s1, s2, s3 or s4")
 		contender = fs.String("contender", "rlock", "Go contender")
 		addr      = fs.String("addr", "", "redis address")
+		addrs     = fs.String("addrs", "", "comma-separated independent masters (redlock)")
 		conc      = fs.Int("conc", 1, "goroutines (s1, s2)")
 		warm      = fs.Duration("warm", 300*time.Millisecond, "warm-up before measuring (s1, s2)")
 		dur       = fs.Duration("dur", 2*time.Second, "measured time (s1, s2)")
@@ -101,7 +103,14 @@ func workerMain(args []string) {
 			if *maxDur < *dur {
 				*maxDur = 3 * *dur
 			}
-			return bench.S2Min(c1, c2, prefix+"lock", *conc, *warm, *dur, *maxDur, *minAcq, *cs)
+			a, err := bench.NewAdmin(*addr)
+			if err != nil {
+				return bench.Result{Error: err.Error()}
+			}
+			defer a.Close()
+			return bench.S2Min(c1, c2, a, prefix+"lock", *conc, *warm, *dur, *maxDur, *minAcq, *cs)
+		case "redlock":
+			return bench.RedLockPairs(strings.Split(*addrs, ","), *conc, *warm, *dur)
 		case "latch":
 			c, err := bench.New("rlock", cfg)
 			if err != nil {

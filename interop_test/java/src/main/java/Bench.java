@@ -101,6 +101,13 @@ public final class Bench {
     }
 
     private static void shutdown() {
+        for (RedissonClient c : masterClients.values()) {
+            try {
+                c.shutdown();
+            } catch (Throwable ignored) {
+                // exiting anyway
+            }
+        }
         for (RedissonClient c : new RedissonClient[] {s1Client, s2a, s2b}) {
             if (c != null) {
                 try {
@@ -131,6 +138,8 @@ public final class Bench {
                         Long.parseLong(f[5]), Long.parseLong(f[6]), f.length > 7 ? f[7] : "lock");
             case "latch":
                 return latch(Integer.parseInt(f[1]), Integer.parseInt(f[2]));
+            case "redlock":
+                return redlock(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]), f[4].split(","));
             case "s3":
                 closeIdleClients();
                 return s3(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]));
@@ -446,6 +455,49 @@ public final class Bench {
                 + ",\"waiters\":" + n + ",\"ext\":{\"all_us\":" + alls.get(alls.size() / 2) / 1e3 + ",\"subs\":" + subs + "}}";
     }
 
+    /** One client per independent master (redlock), by address. */
+    private static final Map<String, RedissonClient> masterClients = new HashMap<>();
+
+    private static synchronized RedissonClient masterClient(String a) {
+        return masterClients.computeIfAbsent(a, x -> {
+            Config c = new Config();
+            c.useSingleServer().setAddress("redis://" + x);
+            return Redisson.create(c);
+        });
+    }
+
+    /**
+     * RedLock pairs on one thread: lock() then unlock() of a RedissonRedLock
+     * over getLock(name) of the first n masters (n == 1: that lock alone).
+     */
+    private static String redlock(int n, long warmMs, long durMs, String[] addrs) throws Exception {
+        RLock[] ms = new RLock[n];
+        for (int i = 0; i < n; i++) {
+            ms[i] = masterClient(addrs[i]).getLock("redlock:redisson");
+        }
+        RLock l = n == 1 ? ms[0] : new org.redisson.RedissonRedLock(ms);
+        Hist h = new Hist();
+        long ops = 0;
+        long start = System.nanoTime();
+        long from = start + warmMs * 1_000_000;
+        long until = from + durMs * 1_000_000;
+        while (true) {
+            long t = System.nanoTime();
+            if (t > until) {
+                break;
+            }
+            l.lock();
+            l.unlock();
+            if (t > from) {
+                h.add(System.nanoTime() - t);
+                ops++;
+            }
+        }
+        double secs = durMs / 1e3;
+        return "{\"ok\":true,\"ops\":" + ops + ",\"seconds\":" + secs + ",\"rate\":" + (ops / secs)
+                + ",\"p50_us\":" + h.quantile(0.5) / 1e3 + ",\"p99_us\":" + h.quantile(0.99) / 1e3 + "}";
+    }
+
     private static synchronized RedissonClient[] s2Clients() {
         if (s2a == null) {
             s2a = Redisson.create(config());
@@ -532,15 +584,24 @@ public final class Bench {
             ts[i].start();
         }
         Thread.sleep(warmMs);
-        long k0 = seq.get();
-        long start = System.nanoTime();
-        phase.set(1);
-        Thread.sleep(durMs);
-        while (seq.get() - k0 < minAcq && (System.nanoTime() - start) / 1_000_000 < maxMs) {
-            Thread.sleep(50);
+        long[] st0;
+        long[] st1;
+        long k0;
+        long k1;
+        double secs;
+        try (Resp admin = new Resp(addr)) {
+            st0 = admin.scriptStats();
+            k0 = seq.get();
+            long start = System.nanoTime();
+            phase.set(1);
+            Thread.sleep(durMs);
+            while (seq.get() - k0 < minAcq && (System.nanoTime() - start) / 1_000_000 < maxMs) {
+                Thread.sleep(50);
+            }
+            k1 = seq.get();
+            secs = (System.nanoTime() - start) / 1e9;
+            st1 = admin.scriptStats();
         }
-        long k1 = seq.get();
-        double secs = (System.nanoTime() - start) / 1e9;
         phase.set(2);
         synchronized (lapMu) {
             lapMu.notifyAll();
@@ -581,7 +642,9 @@ public final class Bench {
                 + ",\"p50_us\":" + hRet.quantile(0.5) / 1e3 + ",\"p99_us\":" + hRet.quantile(0.99) / 1e3
                 + ",\"violations\":" + viol.get()
                 + ",\"ext\":{\"from_call_p50_us\":" + hCall.quantile(0.5) / 1e3 + ",\"from_call_p99_us\":" + hCall.quantile(0.99) / 1e3
-                + ",\"negative_share\":" + ((double) negative / Math.max(n, 1)) + "}}";
+                + ",\"negative_share\":" + ((double) negative / Math.max(n, 1))
+                + ",\"scripts_per_acq\":" + ((double) (st1[0] - st0[0]) / Math.max(acquires, 1))
+                + ",\"cmds_per_acq\":" + ((double) (st1[2] - st0[2]) / Math.max(acquires, 1)) + "}}";
     }
 
     // ---- S3 ----
@@ -921,11 +984,15 @@ public final class Bench {
             return false;
         }
 
-        /** Calls and usec of EVAL, EVALSHA and their kin, from INFO commandstats. */
+        /**
+         * Calls and usec of EVAL, EVALSHA and their kin, and the calls of every
+         * command but INFO (those inside scripts included), from INFO commandstats.
+         */
         long[] scriptStats() throws IOException {
             String info = (String) call("INFO", "commandstats");
             long calls = 0;
             long usec = 0;
+            long all = 0;
             for (String line : info.split("\n")) {
                 line = line.trim();
                 int colon = line.indexOf(':');
@@ -933,10 +1000,6 @@ public final class Bench {
                     continue;
                 }
                 String cmd = line.substring("cmdstat_".length(), colon);
-                if (!cmd.equals("eval") && !cmd.equals("evalsha") && !cmd.equals("eval_ro") && !cmd.equals("evalsha_ro")
-                        && !cmd.equals("fcall") && !cmd.equals("fcall_ro")) {
-                    continue;
-                }
                 Map<String, String> kv = new HashMap<>();
                 for (String p : line.substring(colon + 1).split(",")) {
                     int eq = p.indexOf('=');
@@ -944,10 +1007,17 @@ public final class Bench {
                         kv.put(p.substring(0, eq), p.substring(eq + 1));
                     }
                 }
+                if (!cmd.equals("info")) {
+                    all += Long.parseLong(kv.getOrDefault("calls", "0"));
+                }
+                if (!cmd.equals("eval") && !cmd.equals("evalsha") && !cmd.equals("eval_ro") && !cmd.equals("evalsha_ro")
+                        && !cmd.equals("fcall") && !cmd.equals("fcall_ro")) {
+                    continue;
+                }
                 calls += Long.parseLong(kv.getOrDefault("calls", "0"));
                 usec += Long.parseLong(kv.getOrDefault("usec", "0"));
             }
-            return new long[] {calls, usec};
+            return new long[] {calls, usec, all};
         }
 
         private String line() throws IOException {
