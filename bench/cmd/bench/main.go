@@ -476,6 +476,9 @@ func (r *runner) runGo(scenario string, param int, contender string) (bench.Resu
 	case "latch":
 		args = append(args, "-n", strconv.Itoa(param), "-conc", strconv.Itoa(latchRounds))
 		timeout = 5 * time.Minute
+	case "redlock":
+		args = append(args, "-addrs", strings.Join(r.masters, ","), "-conc", strconv.Itoa(param), "-warm", o.s1Warm.String(), "-dur", o.s1Dur.String())
+		timeout = o.s1Warm + o.s1Dur + 60*time.Second
 	case "s2":
 		args = append(args, "-conc", strconv.Itoa(param), "-dur", o.s2Dur.String(), "-maxdur", o.s2Max.String(),
 			"-minacq", strconv.Itoa(o.s2MinAcq))

@@ -95,6 +95,7 @@ public final class Bench {
     /** Shuts the S1/S2 clients down (recreated when needed), so that S3 and S4 measure one client. */
     private static synchronized void closeIdleClients() {
         shutdown();
+        masterClients.clear();
         s1Client = null;
         s2a = null;
         s2b = null;
