@@ -1,6 +1,6 @@
 -- psem_query: the reads of a Redisson RPermitExpirableSemaphore, and
 -- updateLeaseTime (contract 5.6). Each first gives every expired permit
--- back (publishing the new count when > 0), as Redisson's do. Resending
+-- back (psem_prelude.lua), as Redisson's do. Resending
 -- one is safe: an expired permit goes back once, and an update sets the
 -- same date again.
 --
@@ -19,16 +19,7 @@
 -- held; "acquired" held; "lease" -1 for a non-expiring permit, the ms left
 -- for an expiring one, -2 for an unknown id; "update" 1 when the id was
 -- held (its expiry is now ARGV[5]), else 0.
--- (ZCOUNT and ZREMRANGEBYSCORE rather than Redisson's ZREM of the ids:
--- the same effect, with no limit on how many expired at once.)
-local expired = redis.call('zcount', KEYS[2], 0, ARGV[2])
-if expired > 0 then
-    redis.call('zremrangebyscore', KEYS[2], 0, ARGV[2])
-    local v = redis.call('incrby', KEYS[1], expired)
-    if v > 0 then
-        redis.call(ARGV[3], KEYS[3], v)
-    end
-end
+psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])
 local op = ARGV[1]
 if op == 'available' then
     return tonumber(redis.call('get', KEYS[1]) or 0)

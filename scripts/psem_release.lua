@@ -1,6 +1,6 @@
 -- psem_release: give permits of a Redisson RPermitExpirableSemaphore back
 -- by id (contract 5.6, tryRelease(id) and tryRelease(ids)).
--- sync_prelude.lua runs first.
+-- sync_prelude.lua and psem_prelude.lua run first.
 --
 -- KEYS[1]  the permits key (the raw name)
 -- KEYS[2]  the channel "redisson_sc:{<raw>}"
@@ -41,14 +41,7 @@ for i = 7, #ARGV do
         return 0
     end
 end
-local expired = redis.call('zcount', KEYS[3], 0, ARGV[4])
-if expired > 0 then
-    redis.call('zremrangebyscore', KEYS[3], 0, ARGV[4])
-    local v = redis.call('incrby', KEYS[1], expired)
-    if v > 0 then
-        redis.call(ARGV[5], KEYS[2], v)
-    end
-end
+psem_reclaim(KEYS[1], KEYS[3], KEYS[2], ARGV[4], ARGV[5])
 local ids = {}
 for i = 7, #ARGV do
     ids[#ids + 1] = ARGV[i]

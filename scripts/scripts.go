@@ -68,6 +68,8 @@ var (
 	semAcquireText string
 	//go:embed sem_update.lua
 	semUpdateText string
+	//go:embed psem_prelude.lua
+	psemPrelude string
 	//go:embed psem_acquire.lua
 	psemAcquireText string
 	//go:embed psem_release.lua
@@ -111,9 +113,9 @@ var (
 	SemAcquire  = New("sem_acquire", syncPrelude+semAcquireText)
 	SemUpdate   = New("sem_update", syncPrelude+semUpdateText)
 	PsemAcquire = New("psem_acquire", syncPrelude+psemAcquireText)
-	PsemRelease = New("psem_release", syncPrelude+psemReleaseText)
+	PsemRelease = New("psem_release", syncPrelude+psemPrelude+psemReleaseText)
 	PsemUpdate  = New("psem_update", syncPrelude+psemUpdateText)
-	PsemQuery   = New("psem_query", psemQueryText)
+	PsemQuery   = New("psem_query", psemPrelude+psemQueryText)
 	LatchUpdate = New("latch_update", syncPrelude+latchUpdateText)
 )
 
