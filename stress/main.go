@@ -635,6 +635,13 @@ func giveBack(ctx context.Context, rc rueidis.Client, sems *rlock.Client, names 
 		return 0, err
 	}
 	defer f.Close()
+	if len(recs) > 0 && recs[len(recs)-1] != '\n' {
+		// The kill cut the last record: end it, so that K records stand
+		// on lines of their own.
+		if _, err := f.Write([]byte{'\n'}); err != nil {
+			return 0, err
+		}
+	}
 	for g, r := range last {
 		switch r.K {
 		case "Q", "E", "U":

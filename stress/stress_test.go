@@ -393,3 +393,28 @@ func TestStressRedLock(t *testing.T) {
 	assert.GreaterOrEqual(t, rep.MasterRestarts, 2, "too few master restarts: the check proves little")
 	assert.Greater(t, rep.Acquisitions, 500)
 }
+
+// A SIGKILL can cut the record being written: one incomplete line of a
+// killed process is not an error; of a live one, or a second one, it is.
+func TestReadRecordsCutLine(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := dir + "/" + name
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return p
+	}
+	good := `{"k":"B","g":0,"n":0,"s1":1,"t0":1,"tb":2,"lease":1000}` + "\n"
+	cut := `{"k":"E","g":0,"n":0,"s1":1,"s2"`
+	var v Verdict
+	_, err := readRecords([]procResult{{proc: proc{0, 0}, Out: write("a", good+cut), KilledAt: 5}}, &v)
+	require.NoError(t, err)
+	assert.Zero(t, v.WorkerErrors, "the cut last line of a killed process")
+	v = Verdict{}
+	_, err = readRecords([]procResult{{proc: proc{0, 0}, Out: write("b", good+cut)}}, &v)
+	require.NoError(t, err)
+	assert.Equal(t, 1, v.WorkerErrors, "a cut line of a process that was not killed")
+	v = Verdict{}
+	_, err = readRecords([]procResult{{proc: proc{0, 0}, Out: write("c", cut+"\n"+cut), KilledAt: 5}}, &v)
+	require.NoError(t, err)
+	assert.Equal(t, 1, v.WorkerErrors, "a second cut line")
+}

@@ -141,11 +141,18 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 		}
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		line := 0
+		line, cut := 0, false
 		for sc.Scan() {
 			line++
 			var r record
 			if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+				if p.KilledAt != 0 && !cut {
+					// A SIGKILL can cut the write under way: one line
+					// of a killed process may be incomplete (its INCR
+					// is then one of the unrecorded ones).
+					cut = true
+					continue
+				}
 				v.WorkerErrors++
 				v.problem("%s: %s line %d: %v", p.proc, p.Out, line, err)
 				continue

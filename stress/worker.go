@@ -105,7 +105,8 @@ func workerMain(specJSON string) int {
 		b = append(b, '\n')
 		outMu.Lock()
 		defer outMu.Unlock()
-		// One write per record: a SIGKILL never leaves half a line.
+		// One write per record: a SIGKILL rarely cuts one (the checker
+		// allows one cut line per killed process).
 		if _, err := out.Write(b); err != nil {
 			fmt.Fprintln(os.Stderr, "stress worker: writing a record:", err)
 		}
