@@ -340,7 +340,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		defer sems.Close()
 		for _, n := range names {
-			keys = append(keys, names2(n)...)
+			keys = append(keys, rlock.PermitTimeoutName(n)) // deleted at the end, like the names
 			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := rc.Do(sctx, rc.B().Set().Key(n).Value(strconv.Itoa(cfg.Semaphore)).Build()).Error()
 			cancel()
@@ -597,9 +597,6 @@ loop:
 	return rep, nil
 }
 
-// names2 returns the keys a semaphore called n may leave behind: its
-// timeout set (permit-expirable) and this library's record keys.
-func names2(n string) []string { return []string{rlock.PermitTimeoutName(n)} }
 
 // giveBack gives back, after a kill, the permits the killed worker held.
 // In plain semaphore mode each goroutine records Q before its Acquire, B
