@@ -597,7 +597,6 @@ loop:
 	return rep, nil
 }
 
-
 // giveBack gives back, after a kill, the permits the killed worker held.
 // In plain semaphore mode each goroutine records Q before its Acquire, B
 // once inside, E before its Release and R after it: a goroutine whose last
