@@ -80,6 +80,41 @@ var syncCases = []syncCase{
 		assert.Equal(t, 1, availPsem(t, e, name), "one release, one permit back")
 		assert.Equal(t, int64(0), doInt(t, e.srv, "ZCARD", rlock.PermitTimeoutName(name)))
 	}},
+	{"semaphore/trySetPermits", scripts.SemUpdate, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		ok, err := e.c.Semaphore(name).TrySetPermits(ctx, 5)
+		require.NoError(t, err, "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.True(t, ok, "the one call that set it reports it, even after a lost reply")
+		assert.Equal(t, 5, availSem(t, e, name))
+	}},
+	{"permit semaphore/setPermits", scripts.PsemUpdate, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(ctx, 2))
+		require.NoError(t, e.c.PermitExpirableSemaphore(name).SetPermits(ctx, 7), "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.Equal(t, 7, availPsem(t, e, name))
+	}},
+	{"permit semaphore/releaseN", scripts.PsemRelease, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(ctx, 3))
+		ids, err := e.other.PermitExpirableSemaphore(name).AcquireN(ctx, 3, time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, e.c.PermitExpirableSemaphore(name).ReleaseN(ctx, ids), "the fault must be absorbed: a lost reply is not ErrNoPermit")
+		e.faulty.WaitLate()
+		assert.Equal(t, 3, availPsem(t, e, name), "one release of 3, three permits back")
+	}},
+	{"latch/delete", scripts.LatchUpdate, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		ok, err := e.other.CountDownLatch(name).TrySetCount(ctx, 2)
+		require.NoError(t, err)
+		require.True(t, ok)
+		ok, err = e.c.CountDownLatch(name).Delete(ctx)
+		require.NoError(t, err, "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.True(t, ok, "the one call that deleted it reports it, even after a lost reply")
+		assert.Equal(t, int64(0), doInt(t, e.srv, "EXISTS", name))
+	}},
 	{"permit semaphore/addPermits", scripts.PsemUpdate, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		require.NoError(t, e.c.PermitExpirableSemaphore(name).AddPermits(ctx, 2), "the fault must be absorbed")
