@@ -314,6 +314,13 @@ func (t *Table) Observe(h *Hold, count int) {
 		return
 	}
 	if count == 0 {
+		if end, ok := t.leaseEndLocked(h); ok && !time.Now().Before(end) {
+			// The fixed lease ran out: that is why it is gone, even
+			// if the lease timer has not run yet (a late timer on a
+			// busy machine must not turn an expiry into a loss).
+			t.endLocked(h, fmt.Errorf("%w: %q", ErrLeaseExpired, h.key.Name), !h.expired)
+			return
+		}
 		t.endLocked(h, fmt.Errorf("%w: %q: the hold is gone (expired or force-unlocked)", ErrLockLost, h.key.Name), true)
 		return
 	}
@@ -364,18 +371,12 @@ func (t *Table) armLocked(h *Hold) {
 		h.timer.Stop()
 		h.timer = nil
 	}
-	if h.count == 0 || h.watchdog > 0 {
+	early, ok := t.leaseEndLocked(h)
+	if !ok {
 		return
 	}
-	lease := h.lease
-	if lease <= 0 {
-		lease = t.timeout
-	}
-	if h.ttl > 0 {
-		lease = h.ttl // what a read unlock left
-	}
+	lease := early.Sub(h.set)
 	gen, set := h.gen, h.set
-	early := set.Add(lease)
 	late := h.recv.Add(lease + lease/100 + 5*time.Millisecond)
 	var fire func()
 	fire = func() {
@@ -398,6 +399,24 @@ func (t *Table) armLocked(h *Hold) {
 	} else {
 		h.timer = time.AfterFunc(time.Until(early), fire)
 	}
+}
+
+// leaseEndLocked returns the earliest time Redis can expire h, a held
+// record not renewed by the watchdog: its lease (or the TTL a read unlock
+// left) from the send time of the script that set it. ok is false for a
+// hold the watchdog renews or one not held. t.mu is held.
+func (t *Table) leaseEndLocked(h *Hold) (end time.Time, ok bool) {
+	if h.count == 0 || h.watchdog > 0 {
+		return time.Time{}, false
+	}
+	lease := h.lease
+	if lease <= 0 {
+		lease = t.timeout
+	}
+	if h.ttl > 0 {
+		lease = h.ttl // what a read unlock left
+	}
+	return h.set.Add(lease), true
 }
 
 // Abandoned names holds abandoned by AbandonName, for Zero.

@@ -1,0 +1,85 @@
+package hold
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestObserveGoneAfterLeaseEnd: an unlock that finds a fixed-lease hold
+// gone after its lease's end reports the lease's expiry, not a lost lock,
+// whether or not the lease timer has run yet (on a busy machine it runs
+// late: the fuzzer's CI failure "HoldContext ended with rlock: lock lost"
+// for a 20ms lease); and the end is reported once.
+func TestObserveGoneAfterLeaseEnd(t *testing.T) {
+	for _, timerRan := range []bool{false, true} {
+		ends := make(chan error, 4)
+		tab := New(time.Second, func(_ Key, err error) { ends <- err })
+		k := Key{Kind: 1, Name: "x", Field: "c:1"}
+		h, err := tab.Use(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		lease := time.Hour
+		if timerRan {
+			lease = time.Millisecond
+			now = now.Add(-time.Second)
+		}
+		tab.Acquired(h, 1, lease, now, now)
+		ctx, cancel := context.WithCancelCause(context.Background())
+		if _, ok, err := tab.Watch(k, cancel); err != nil || (!ok && !timerRan) {
+			t.Fatalf("Watch: %v %v", ok, err)
+		}
+		if timerRan {
+			if err := <-ends; !errors.Is(err, ErrLeaseExpired) {
+				t.Fatalf("the lease timer reported %v", err)
+			}
+		} else {
+			// The lease ended an hour ago; its timer is late.
+			tab.mu.Lock()
+			h.set = now.Add(-2 * time.Hour)
+			tab.mu.Unlock()
+		}
+		tab.Observe(h, 0)
+		tab.Done(h)
+		if !timerRan {
+			<-ctx.Done()
+			if cause := context.Cause(ctx); !errors.Is(cause, ErrLeaseExpired) {
+				t.Fatalf("HoldContext ended with %v", cause)
+			}
+			if err := <-ends; !errors.Is(err, ErrLeaseExpired) {
+				t.Fatalf("end reported as %v", err)
+			}
+		}
+		tab.Close()
+		select {
+		case err := <-ends:
+			t.Fatalf("timer ran %v: a second end reported: %v", timerRan, err)
+		default:
+		}
+		cancel(nil)
+	}
+}
+
+// TestObserveGoneWithinLease: a hold found gone while its lease still runs
+// (or one the watchdog renews) was taken away: ErrLockLost.
+func TestObserveGoneWithinLease(t *testing.T) {
+	for _, lease := range []time.Duration{time.Hour, 0} {
+		ends := make(chan error, 4)
+		tab := New(time.Second, func(_ Key, err error) { ends <- err })
+		k := Key{Kind: 1, Name: "x", Field: "c:1"}
+		h, err := tab.Use(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab.Acquired(h, 1, lease, time.Now(), time.Now())
+		tab.Observe(h, 0)
+		tab.Done(h)
+		if err := <-ends; !errors.Is(err, ErrLockLost) {
+			t.Fatalf("lease %v: end reported as %v", lease, err)
+		}
+		tab.Close()
+	}
+}
