@@ -9,6 +9,10 @@ GO       ?= go
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT      := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
 TESTARGS ?=
+# Modules of their own, so that the library's go.mod carries only what the
+# library and its tests import: the benchmarks with their peers, and the
+# harness' Docker fallback (testcontainers-go).
+SUBMODULES := bench tools/redisdocker
 
 .PHONY: all deps deps-redis deps-java interop-build test fuzz stress demo bench lint
 
@@ -40,6 +44,7 @@ interop-build: deps-java
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -p 1 -timeout 30m $(TESTARGS) ./...
+	@for m in $(SUBMODULES); do echo "== module $$m"; (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
 	$(MAKE) --no-print-directory fuzz
 
 # A short fuzz run of each target (the seed corpora also run in go test).
@@ -70,3 +75,4 @@ bench: deps
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@for m in $(SUBMODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done

@@ -25,5 +25,7 @@
 // Standalone honours REDIS_ADDR: when it is set, the returned Server points at
 // that existing server and Close, Restart and Kill do not touch it. When
 // redis-server is not on PATH but a Docker engine answers, Standalone and
-// Masters fall back to testcontainers-go's Redis module.
+// Masters fall back to testcontainers-go's Redis module, through the
+// program in tools/redisdocker (a module of its own, so that the library's
+// go.mod does not carry Docker's requirements).
 package redistest

@@ -153,10 +153,8 @@ func TestStartServerFixedPortInUse(t *testing.T) {
 }
 
 // TestNoRedisNoDocker checks the message a developer without redis-server
-// and Docker gets. It also runs the real Docker probe, so goleak checks that
-// probing leaks nothing.
+// and Docker gets. (The probe itself is tested in tools/redisdocker.)
 func TestNoRedisNoDocker(t *testing.T) {
-	t.Logf("Docker engine answers: %v", dockerAvailable())
 	real := dockerAvailable
 	dockerAvailable = func() bool { return false }
 	t.Cleanup(func() { dockerAvailable = real })

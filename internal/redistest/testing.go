@@ -25,7 +25,8 @@ const setupTimeout = 2 * time.Minute
 //     not flushed);
 //   - else a local redis-server process (StartServer);
 //   - else, if redis-server is not on PATH but a Docker engine answers, a
-//     testcontainers-go Redis container.
+//     testcontainers-go Redis container (run by tools/redisdocker, a module
+//     of its own).
 //
 // Otherwise t.Fatalf explains how to install Redis. It never skips.
 func Standalone(t testing.TB) *Server {
