@@ -80,6 +80,8 @@ var (
 	psemQueryText string
 	//go:embed latch_update.lua
 	latchUpdateText string
+	//go:embed inspect.lua
+	inspectText string
 )
 
 // The lock scripts. See the header of each .lua file for KEYS, ARGV and
@@ -117,6 +119,10 @@ var (
 	PsemUpdate  = New("psem_update", syncPrelude+psemUpdateText)
 	PsemQuery   = New("psem_query", psemPrelude+psemQueryText)
 	LatchUpdate = New("latch_update", syncPrelude+latchUpdateText)
+
+	// Inspect reads, for the rlock tool, every key a lock or synchronizer
+	// of one name keeps; it writes nothing.
+	Inspect = New("inspect", inspectText)
 )
 
 // Script is a Lua script with its SHA-1, safe for concurrent use.

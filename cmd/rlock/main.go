@@ -2,7 +2,7 @@
 // a distributed flock(1) that Java services using Redisson respect, and
 // tools to inspect, watch and break such locks.
 //
-//	rlock run [--wait D] [--lease D] [--keep-running] [--grace D] [--foreground] NAME -- COMMAND [ARGS...]
+//	rlock run [--fair | --read | --write | --semaphore N] [--wait D] [--lease D] [--keep-running] [--grace D] [--foreground] NAME -- COMMAND [ARGS...]
 //	rlock status [--json] NAME...
 //	rlock unlock --force NAME...
 //	rlock watch [--enable-notifications] [--poll] [--interval D] NAME...
@@ -70,7 +70,7 @@ Usage:
 
 Commands:
   run     NAME -- COMMAND [ARGS...]   run COMMAND while holding lock NAME
-  status  NAME...                     show who holds each lock, its TTL and waiters
+  status  NAME...                     show what each NAME holds (any lock, semaphore or latch)
   unlock  --force NAME...             delete locks whoever holds them, waking waiters
   watch   NAME...                     print each change of holder or state until interrupted
   help    [COMMAND]                   show help for rlock or for COMMAND
@@ -277,6 +277,13 @@ func flagError(err error) string {
 		msg = strings.Replace(msg, p, p+"-", 1)
 	}
 	return msg
+}
+
+// flagGiven reports whether the flag called name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // durationValue is a flag.Value for a duration with a clear error message

@@ -22,6 +22,20 @@ with COMMAND's exit status (128+N if signal N killed it). The lock is a Redisson
 RLock owned by "<client id>:<pid of rlock>"; Java services calling
 redisson.getLock(NAME).lock() wait for it, and rlock waits for theirs.
 
+The lock kind, at most one of (the Java side must use the same kind):
+  (none)           an RLock: redisson.getLock(NAME)
+  --fair           a fair lock, first come first served: getFairLock(NAME)
+  --read           the read half of a read-write lock: shared with other
+                   readers, excluded by a writer: getReadWriteLock(NAME).readLock()
+  --write          its write half: getReadWriteLock(NAME).writeLock()
+  --semaphore N    one permit of the permit-expirable semaphore NAME of N
+                   permits: getPermitExpirableSemaphore(NAME). rlock sets it to N
+                   permits if it does not exist (trySetPermits), and warns if it
+                   has another number. The permit's lease is --lease, or the
+                   watchdog timeout renewed every third of it, so the permit of a
+                   killed rlock comes back by itself (a plain semaphore's would be
+                   lost for good, hence the expirable kind)
+
 Without --lease the lock has a watchdog lease (--watchdog, default 30s) that
 rlock renews every third of it while COMMAND runs, so the lock outlives no
 crashed rlock by more than the watchdog timeout.
@@ -44,7 +58,8 @@ itself dies. Before COMMAND starts, those signals end the wait for the lock
 and rlock exits with 128+N.
 
 The environment of COMMAND gets RLOCK_NAME (the lock name) and RLOCK_HOLDER
-(the hash field "<client id>:<owner id>" that holds it).
+(the hash field "<client id>:<owner id>" that holds it; ":write" follows for
+--write), or RLOCK_PERMIT (the permit's id) for --semaphore.
 
 Flags:
   --wait D         give up if the lock is not obtained within D and exit with 75,
@@ -68,11 +83,13 @@ Flags:
 ` + exitCodesHelp
 
 type runOpts struct {
-	wait        durationValue // not set: wait as long as it takes
-	lease       durationValue // not set: watchdog lease
-	grace       durationValue
-	keepRunning bool
-	foreground  boolValue // not set: when rlock is a terminal's foreground job
+	fair, read, write bool
+	semaphore         int           // > 0: --semaphore N
+	wait              durationValue // not set: wait as long as it takes
+	lease             durationValue // not set: watchdog lease
+	grace             durationValue
+	keepRunning       bool
+	foreground        boolValue // not set: when rlock is a terminal's foreground job
 }
 
 // boolValue is a boolean flag that records whether it was given.
@@ -104,6 +121,10 @@ func cmdRun(g *globals, args []string) int {
 	fs.Var(&o.grace, "grace", "")
 	fs.BoolVar(&o.keepRunning, "keep-running", false, "")
 	fs.Var(&o.foreground, "foreground", "")
+	fs.BoolVar(&o.fair, "fair", false, "")
+	fs.BoolVar(&o.read, "read", false, "")
+	fs.BoolVar(&o.write, "write", false, "")
+	sem := fs.Int("semaphore", 0, "")
 	pos, command, dashDash, code, done := g.parseCommand("run", runHelp, fs, args)
 	if done {
 		return code
@@ -124,7 +145,12 @@ func cmdRun(g *globals, args []string) int {
 		return g.usageError("run", "--lease %v is below 1ms (leave --lease out for a watchdog lease)", o.lease.d)
 	case o.grace.d < 0:
 		return g.usageError("run", "--grace %v is negative", o.grace.d)
+	case *sem < 0 || (*sem == 0 && flagGiven(fs, "semaphore")):
+		return g.usageError("run", "--semaphore %d: the number of permits must be at least 1", *sem)
+	case btoi(o.fair)+btoi(o.read)+btoi(o.write)+btoi(*sem > 0) > 1:
+		return g.usageError("run", "--fair, --read, --write and --semaphore exclude each other: a name holds one kind")
 	}
+	o.semaphore = *sem
 	if code, ok := g.checkNames("run", pos); !ok {
 		return code
 	}
@@ -141,9 +167,34 @@ type runner struct {
 	name    string
 	command []string
 
-	l     *rlock.Lock
-	owner int64  // rlock's pid: the owner id of every lock call
-	field string // "<client id>:<owner id>"
+	l      lockable
+	permit *permitHold // --semaphore: l, with its permit id
+	owner  int64       // rlock's pid: the owner id of every lock call
+	field  string      // the hash field, "<client id>:<owner id>[:write]"
+	conn   *conn
+}
+
+// what names what run takes, for messages: "lock NAME", "a permit of
+// semaphore NAME".
+func (r *runner) what() string {
+	switch {
+	case r.o.semaphore > 0:
+		return "a permit of semaphore " + r.name
+	case r.o.read:
+		return "read lock " + r.name
+	case r.o.write:
+		return "write lock " + r.name
+	case r.o.fair:
+		return "fair lock " + r.name
+	}
+	return "lock " + r.name
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func (r *runner) run() int {
@@ -158,9 +209,27 @@ func (r *runner) run() int {
 		return code
 	}
 	defer c.close()
-	r.l = c.locks.Lock(r.name)
+	r.conn = c
 	r.owner = int64(os.Getpid())
 	r.field = c.locks.ID() + ":" + strconv.FormatInt(r.owner, 10)
+	switch {
+	case r.o.semaphore > 0:
+		r.permit = &permitHold{s: c.locks.PermitExpirableSemaphore(r.name), name: r.name, watchdog: r.g.watchdog.d}
+		r.l = r.permit
+		r.field = ""
+		if code := r.setPermits(); code != exitOK {
+			return code
+		}
+	case r.o.read:
+		r.l = c.locks.ReadWriteLock(r.name).ReadLock()
+	case r.o.write:
+		r.l = c.locks.ReadWriteLock(r.name).WriteLock()
+		r.field += ":write"
+	case r.o.fair:
+		r.l = c.locks.FairLock(r.name)
+	default:
+		r.l = c.locks.Lock(r.name)
+	}
 
 	ok, sig, err := r.acquire(sigs)
 	switch {
@@ -168,10 +237,10 @@ func (r *runner) run() int {
 		if ok {
 			_ = r.release()
 		}
-		r.g.note("interrupted by %s while waiting for lock %s", signalName(sig), r.name)
+		r.g.note("interrupted by %s while waiting for %s", signalName(sig), r.what())
 		return signalStatus(sig)
 	case err != nil:
-		r.g.errorf("acquiring lock %s: %v", r.name, err)
+		r.g.errorf("acquiring %s: %v", r.what(), err)
 		return errorCode(err)
 	case !ok:
 		return r.notObtained()
@@ -180,10 +249,10 @@ func (r *runner) run() int {
 	hold, err := r.l.HoldContext(rlock.WithOwner(context.Background(), r.owner))
 	if err != nil {
 		if errors.Is(err, rlock.ErrNotHeld) {
-			r.g.errorf("lock %s was lost before the command could start (its lease ran out?)", r.name)
+			r.g.errorf("%s was lost before the command could start (its lease ran out?)", r.what())
 			return exitLost
 		}
-		r.g.errorf("watching lock %s: %v", r.name, err)
+		r.g.errorf("watching %s: %v", r.what(), err)
 		_ = r.release()
 		return errorCode(err)
 	}
@@ -257,12 +326,12 @@ func (r *runner) startWaitStatus(ctx context.Context, start time.Time) (stop fun
 		defer t.Stop()
 		for {
 			ictx, icancel := context.WithTimeout(ctx, every)
-			info, err := r.l.Inspect(ictx)
+			o, err := inspect(ictx, r.conn, r.name)
 			icancel()
 			if ctx.Err() != nil {
 				return
 			}
-			if line := r.waitLine(info, err, time.Since(start)); line != "" {
+			if line := r.waitLine(o, err, time.Since(start)); line != "" {
 				if tty {
 					// One row, or \r would not get back to its start.
 					if w := terminalWidth(f); w > 1 {
@@ -290,17 +359,17 @@ func (r *runner) startWaitStatus(ctx context.Context, start time.Time) (stop fun
 	}
 }
 
-func (r *runner) waitLine(info rlock.Info, err error, waited time.Duration) string {
-	prefix := fmt.Sprintf("rlock: waiting for lock %s (%v)", r.name, waited.Round(time.Second))
+func (r *runner) waitLine(o object, err error, waited time.Duration) string {
+	prefix := fmt.Sprintf("rlock: waiting for %s (%v)", r.what(), waited.Round(time.Second))
 	switch {
 	case err != nil:
 		return prefix + ": cannot inspect it: " + err.Error()
-	case slices.ContainsFunc(info.Holders, func(h rlock.Holder) bool { return h.Field == r.field }):
+	case r.field != "" && slices.ContainsFunc(o.Holders, func(h rlock.Holder) bool { return h.Field == r.field }):
 		return "" // just taken
-	case len(info.Holders) == 0:
+	case r.permit == nil && !o.held():
 		return prefix + ": free, taking it"
 	}
-	return fmt.Sprintf("%s: ttl %s, held by %s", prefix, formatTTL(info.TTL, 100*time.Millisecond), holdersText(info))
+	return prefix + ": " + o.summary()
 }
 
 // truncate shortens s to at most n runes, ending it with "…" if cut.
@@ -316,26 +385,49 @@ func truncate(s string, n int) string {
 func (r *runner) notObtained() int {
 	ctx, cancel := opCtx(context.Background())
 	defer cancel()
-	info, err := r.l.Inspect(ctx)
-	msg := fmt.Sprintf("lock %s not obtained within %v", r.name, r.o.wait.d)
+	o, err := inspect(ctx, r.conn, r.name)
+	msg := fmt.Sprintf("%s not obtained within %v", r.what(), r.o.wait.d)
 	switch {
 	case err != nil:
 		msg += " (cannot inspect it: " + err.Error() + ")"
-	case len(info.Holders) == 0:
+	case r.permit != nil:
+		msg += fmt.Sprintf(": %s, waiting clients %d", o.summary(), o.subscribers())
+	case !o.held():
 		msg += ": it was released meanwhile"
 	default:
 		msg += fmt.Sprintf(": held by %s, ttl %s, waiting clients %d",
-			holdersText(info), formatTTL(info.TTL, time.Millisecond), info.Subscribers)
+			holdersPhrase(o), formatTTL(o.TTL, time.Millisecond), o.subscribers())
 	}
 	r.g.errorf("%s", msg)
 	return exitNotObtained
 }
 
-// release unlocks the lock (one level: rlock takes it once).
+// release unlocks the lock (one level: rlock takes it once), or gives the
+// permit back.
 func (r *runner) release() error {
 	ctx, cancel := opCtx(context.Background())
 	defer cancel()
 	return r.l.Unlock(rlock.WithOwner(ctx, r.owner))
+}
+
+// setPermits gives the semaphore its --semaphore N permits if it does not
+// exist yet, and warns when it exists with another number (rlock does not
+// change a semaphore other processes use).
+func (r *runner) setPermits() int {
+	ctx, cancel := opCtx(context.Background())
+	defer cancel()
+	set, err := r.permit.s.TrySetPermits(ctx, r.o.semaphore)
+	if err == nil && !set {
+		var n int
+		if n, err = r.permit.s.Permits(ctx); err == nil && n != r.o.semaphore {
+			r.g.note("semaphore %s has %d permits, not %d: using it as it is", r.name, n, r.o.semaphore)
+		}
+	}
+	if err != nil {
+		r.g.errorf("setting up semaphore %s: %v", r.name, err)
+		return errorCode(err)
+	}
+	return exitOK
 }
 
 func isLost(cause error) bool {
@@ -348,7 +440,12 @@ func (r *runner) runCommand(sigs <-chan os.Signal, hold context.Context) int {
 	group := !r.o.foreground.v
 	cmd := exec.Command(r.command[0], r.command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, r.g.stdout, r.g.stderr
-	cmd.Env = append(os.Environ(), "RLOCK_NAME="+r.name, "RLOCK_HOLDER="+r.field)
+	cmd.Env = append(os.Environ(), "RLOCK_NAME="+r.name)
+	if r.permit != nil {
+		cmd.Env = append(cmd.Env, "RLOCK_PERMIT="+r.permit.permitID())
+	} else {
+		cmd.Env = append(cmd.Env, "RLOCK_HOLDER="+r.field)
+	}
 	cmd.SysProcAttr = childAttr(r.o.foreground.v)
 	var jobs chan os.Signal
 	if group && len(jobControlSignals) > 0 {
@@ -358,7 +455,7 @@ func (r *runner) runCommand(sigs <-chan os.Signal, hold context.Context) int {
 	}
 	if err := cmd.Start(); err != nil {
 		if rerr := r.release(); rerr != nil {
-			r.g.errorf("releasing lock %s: %v", r.name, rerr)
+			r.g.errorf("releasing %s: %v", r.what(), rerr)
 		}
 		code := exitCannotExec
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
@@ -402,10 +499,10 @@ func (r *runner) runCommand(sigs <-chan os.Signal, hold context.Context) int {
 			}
 			lost = cause
 			if r.o.keepRunning {
-				r.g.errorf("lock %s lost while the command runs (%v); --keep-running: the command goes on without the lock", r.name, cause)
+				r.g.errorf("%s lost while the command runs (%v); --keep-running: the command goes on without it", r.what(), cause)
 				continue
 			}
-			r.g.errorf("lock %s lost while the command runs (%v): terminating the command (SIGTERM, SIGKILL after %v)", r.name, cause, r.o.grace.d)
+			r.g.errorf("%s lost while the command runs (%v): terminating the command (SIGTERM, SIGKILL after %v)", r.what(), cause, r.o.grace.d)
 			_ = signalCommand(cmd.Process, sigTERM, group)
 			graceC = time.After(r.o.grace.d)
 		case <-graceC:
@@ -421,7 +518,7 @@ func (r *runner) runCommand(sigs <-chan os.Signal, hold context.Context) int {
 		case <-hold.Done():
 			if cause := context.Cause(hold); isLost(cause) {
 				lost = cause
-				r.g.errorf("lock %s lost as the command ended (%v)", r.name, cause)
+				r.g.errorf("%s lost as the command ended (%v)", r.what(), cause)
 			}
 		default:
 		}
@@ -438,12 +535,12 @@ func (r *runner) runCommand(sigs <-chan os.Signal, hold context.Context) int {
 		return exitLost
 	}
 	if err := r.release(); errors.Is(err, rlock.ErrNotHeld) {
-		r.g.errorf("lock %s was gone when the command ended (expired, deleted or force-unlocked): the command ran at least partly without it", r.name)
+		r.g.errorf("%s was gone when the command ended (expired, deleted or force-unlocked): the command ran at least partly without it", r.what())
 		if !r.o.keepRunning {
 			return exitLost
 		}
 	} else if err != nil {
-		r.g.errorf("releasing lock %s: %v (it frees itself within its lease)", r.name, err)
+		r.g.errorf("releasing %s: %v (it frees itself within its lease)", r.what(), err)
 	}
 	return status
 }

@@ -77,18 +77,25 @@ func TestStatus(t *testing.T) {
 		assert.InDelta(t, 15000, *got[1].TTLms, 5001)
 		assert.Equal(t, int64(1), got[1].Subscribers)
 
-		assert.Equal(t, jsonStatus{Name: freeName, Holders: []jsonHolder{}}, got[2])
+		assert.Equal(t, jsonStatus{Name: freeName, Kind: kindFree, Holders: []jsonHolder{}}, got[2])
+		assert.Equal(t, kindLock, got[0].Kind)
+		assert.Equal(t, kindLock, got[1].Kind)
 		assert.Contains(t, out, `"holders": []`, "a free lock has an empty holder list, not null")
 	})
 
 	t.Run("not a lock", func(t *testing.T) {
-		name := lockName(t, "string")
-		do(t, srv, "SET", name, "x")
-		code, out, _ := runRlock(t, env, "status", name, freeName)
-		assert.Equal(t, exitSoftware, code)
-		assert.Contains(t, out, name+": error: ")
-		assert.Contains(t, out, "WRONGTYPE")
+		str, list := lockName(t, "string"), lockName(t, "list")
+		do(t, srv, "SET", str, "x")
+		do(t, srv, "RPUSH", list, "a")
+		code, out, stderr := runRlock(t, env, "status", str, list, freeName)
+		assert.Equal(t, 0, code, stderr)
+		assert.Contains(t, out, str+": not a Redisson lock or synchronizer (a Redis string)\n")
+		assert.Contains(t, out, list+": not a Redisson lock or synchronizer (a Redis list)\n")
 		assert.Contains(t, out, freeName+": free", "the other names are still shown")
+		code, _, stderr = runRlock(t, env, "unlock", "--force", list)
+		assert.Equal(t, exitSoftware, code)
+		assert.Contains(t, stderr, list+": not force-unlocked: not a Redisson lock or synchronizer (a Redis list)")
+		assert.Equal(t, "1", do(t, srv, "EXISTS", list), "the list is left alone")
 	})
 }
 

@@ -36,6 +36,10 @@ func TestUsageErrors(t *testing.T) {
 		{"run: negative wait", []string{"run", "--wait", "-1s", "x", "--", "true"}, "--wait -1s is negative"},
 		{"run: zero lease", []string{"run", "--lease", "0", "x", "--", "true"}, "--lease 0s is below 1ms"},
 		{"run: negative grace", []string{"run", "--grace", "-1s", "x", "--", "true"}, "--grace -1s is negative"},
+		{"run: zero permits", []string{"run", "--semaphore", "0", "x", "--", "true"}, "--semaphore 0: the number of permits must be at least 1"},
+		{"run: negative permits", []string{"run", "--semaphore", "-2", "x", "--", "true"}, "--semaphore -2: the number of permits must be at least 1"},
+		{"run: two kinds", []string{"run", "--read", "--fair", "x", "--", "true"}, "--fair, --read, --write and --semaphore exclude each other"},
+		{"run: read and semaphore", []string{"run", "--semaphore", "3", "--write", "x", "--", "true"}, "exclude each other"},
 		{"run: flag needs value", []string{"run", "x", "--wait"}, "flag needs an argument: --wait"},
 		{"run: value missing before --", []string{"run", "x", "--wait", "--", "true"}, "flag needs an argument: --wait"},
 		{"run: empty name", []string{"run", "", "--", "true"}, "a lock NAME cannot be empty"},
@@ -147,14 +151,15 @@ func TestRedactURL(t *testing.T) {
 
 func TestMissingClasses(t *testing.T) {
 	for in, want := range map[string]string{
-		"":       "Kghxe",
-		"KEA":    "",
-		"AK":     "",
-		"Kghxe":  "",
-		"Kgh":    "xe",
-		"Ex":     "Kghe",
-		"KA$lsz": "",
-		"EA":     "K",
+		"":         "Kg$lhzxe",
+		"KEA":      "",
+		"AK":       "",
+		"Kg$lhzxe": "",
+		"Kghxe":    "$lz",
+		"Kgh":      "$lzxe",
+		"Ex":       "Kg$lhze",
+		"KA$lsz":   "",
+		"EA":       "K",
 	} {
 		require.Equal(t, want, missingClasses(in), in)
 	}

@@ -18,20 +18,25 @@ import (
 
 const watchHelp = `Usage: rlock watch [flags] NAME...
 
-Prints the state of each lock NAME, then a line for each change of holder,
-hold count or state, until interrupted (SIGINT, SIGTERM or SIGHUP end it with
-exit code 0). Lines go to stdout:
+Prints the state of each NAME, then a line for each change, until interrupted
+(SIGINT, SIGTERM or SIGHUP end it with exit code 0). Every kind that status
+recognises is followed: a lock's holders and counts, a read-write lock's mode
+and readers, a fair lock's queue, a fenced lock's token, a semaphore's
+available and acquired permits, a latch's count. Lines go to stdout:
 
   2026-08-21T10:00:00.123+02:00 NAME held by <client id>:<owner id> count 1 ttl 29.9s
   2026-08-21T10:00:04.567+02:00 NAME free (deleted)
+  2026-08-21T10:00:05.000+02:00 NAME semaphore: 2 permits available, 1 acquired
 
 After "free" comes the reason when keyspace notifications tell it: deleted
-(unlocked or force-unlocked), expired, evicted or renamed. TTL renewals are not
-changes. Changes faster than one read of the lock may be seen as one.
+(unlocked or force-unlocked), expired, evicted or renamed. TTL renewals and
+lease updates are not changes. Changes faster than one read may be seen as
+one.
 
-rlock follows the lock key's keyspace notifications (SUBSCRIBE
-__keyspace@<db>__:NAME) when the server's notify-keyspace-events includes K and
-the classes g, h, x and e (for example "KEA"), and then also re-reads every 10s
+rlock follows the keyspace notifications of NAME and of its companion keys
+(the fair lock's queue and timeouts, the fenced lock's token, the permits'
+expiries) when the server's notify-keyspace-events includes K and the classes
+g, $, l, h, z, x and e (for example "KEA"), and then also re-reads every 10s
 as a safety net. Otherwise it polls every --interval, and says so on stderr.
 It does not change the server's configuration unless --enable-notifications is
 given. In a Redis Cluster, where notifications are per node, it always polls.
@@ -85,9 +90,6 @@ func cmdWatch(g *globals, args []string) int {
 		freed:    make(map[string]freeing),
 		poke:     make(chan struct{}, 1),
 	}
-	for _, n := range names {
-		w.locks = append(w.locks, c.locks.Lock(n))
-	}
 	return w.run(ctx, *poll, *enable)
 }
 
@@ -95,7 +97,6 @@ type watcher struct {
 	g        *globals
 	c        *conn
 	names    []string
-	locks    []*rlock.Lock
 	interval time.Duration
 
 	last    map[string]string // the last state printed, by name
@@ -134,7 +135,8 @@ func (w *watcher) run(ctx context.Context, forcePoll, enable bool) int {
 		case <-subscribed:
 			period = safetyPoll
 			w.notifying = true
-			w.g.note("watching via keyspace notifications (%s)", strings.Join(w.channels(), " "))
+			chans, _ := w.channels()
+			w.g.note("watching via keyspace notifications (%s)", strings.Join(chans, " "))
 		case err := <-failed:
 			w.g.note("watching by polling every %v: cannot subscribe to keyspace notifications: %v", w.interval, err)
 			failed = nil
@@ -191,8 +193,9 @@ func (w *watcher) notificationsUsable(ctx context.Context, enable bool) string {
 
 // missingClasses returns the flags watch needs that the
 // notify-keyspace-events value v lacks: K (keyspace events), and the
-// classes g (generic: del, expire), h (hash), x (expired) and e (evicted),
-// which "A" includes.
+// classes g (generic: del, expire), $ (string: semaphores, latches,
+// tokens), l (list: a fair queue), h (hash: locks), z (sorted set: fair
+// timeouts, permits), x (expired) and e (evicted), which "A" includes.
 func missingClasses(v string) string {
 	var missing strings.Builder
 	if !strings.Contains(v, "K") {
@@ -201,7 +204,7 @@ func missingClasses(v string) string {
 	if strings.Contains(v, "A") {
 		return missing.String()
 	}
-	for _, c := range "ghxe" {
+	for _, c := range "g$lhzxe" {
 		if !strings.ContainsRune(v, c) {
 			missing.WriteRune(c)
 		}
@@ -209,13 +212,22 @@ func missingClasses(v string) string {
 	return missing.String()
 }
 
-func (w *watcher) channels() []string {
+// channels returns the keyspace channels of every name's keys, and the
+// name each belongs to. The name's own channel comes first: only its events
+// free the name.
+func (w *watcher) channels() ([]string, map[string]string) {
 	prefix := "__keyspace@" + strconv.Itoa(w.c.opt.SelectDB) + "__:"
-	chans := make([]string, len(w.names))
-	for i, n := range w.names {
-		chans[i] = prefix + n
+	var chans []string
+	byChannel := make(map[string]string)
+	for _, n := range w.names {
+		for _, k := range []string{n, rlock.FairQueueName(n), rlock.FairTimeoutName(n), rlock.TokenName(n), rlock.PermitTimeoutName(n)} {
+			if _, dup := byChannel[prefix+k]; !dup {
+				chans = append(chans, prefix+k)
+				byChannel[prefix+k] = n
+			}
+		}
 	}
-	return chans
+	return chans, byChannel
 }
 
 // subscribe subscribes to the keyspace channels of the names in the
@@ -223,11 +235,8 @@ func (w *watcher) channels() []string {
 // confirmed; failed receives the error if Redis refuses the subscription.
 // Every (re)confirmation and every event pokes the watcher to read again.
 func (w *watcher) subscribe(ctx context.Context) (subscribed chan struct{}, failed chan error) {
-	chans := w.channels()
-	byChannel := make(map[string]string, len(chans))
-	for i, ch := range chans {
-		byChannel[ch] = w.names[i]
-	}
+	chans, byChannel := w.channels()
+	prefix := "__keyspace@" + strconv.Itoa(w.c.opt.SelectDB) + "__:"
 	subscribed = make(chan struct{})
 	failed = make(chan error, 1)
 	var (
@@ -252,7 +261,7 @@ func (w *watcher) subscribe(ctx context.Context) (subscribed chan struct{}, fail
 	go func() {
 		for {
 			err := rc.Receive(hctx, rc.B().Subscribe().Channel(chans...).Build(), func(m rueidis.PubSubMessage) {
-				if name, ok := byChannel[m.Channel]; ok && freeingEvents[m.Message] != "" {
+				if name, ok := byChannel[m.Channel]; ok && m.Channel == prefix+name && freeingEvents[m.Message] != "" {
 					w.mu.Lock()
 					w.seq++
 					w.freed[name] = freeing{reason: freeingEvents[m.Message], seq: w.seq}
@@ -301,13 +310,12 @@ const freeWait = 250 * time.Millisecond
 
 // readAll reads every lock and prints the ones whose state changed.
 func (w *watcher) readAll(ctx context.Context) {
-	for i, l := range w.locks {
-		name := w.names[i]
+	for _, name := range w.names {
 		w.mu.Lock()
 		before := w.seq
 		w.mu.Unlock()
 		cctx, cancel := opCtx(ctx)
-		info, err := l.Inspect(cctx)
+		o, err := inspect(cctx, w.c, name)
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -320,8 +328,8 @@ func (w *watcher) readAll(ctx context.Context) {
 			continue
 		}
 		delete(w.lastErr, name)
-		state := stateKey(info)
-		if state != "free" {
+		state := stateKey(o)
+		if !o.freeLock() {
 			// A freeing event that arrived before this read belongs to the
 			// past; one that arrived since may be about to show.
 			w.forgetFreed(name, before)
@@ -332,13 +340,13 @@ func (w *watcher) readAll(ctx context.Context) {
 		}
 		w.last[name] = state
 		reason := ""
-		if state == "free" && seen {
+		if o.freeLock() && seen {
 			reason = w.takeFreed(name)
 			if reason == "" && w.notifying {
 				reason = w.awaitFreed(ctx, name)
 			}
 		}
-		fmt.Fprintf(w.g.stdout, "%s %s %s\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), name, stateLine(info, reason))
+		fmt.Fprintf(w.g.stdout, "%s %s %s\n", time.Now().Format("2006-01-02T15:04:05.000Z07:00"), name, stateLine(o, reason))
 	}
 }
 
@@ -381,38 +389,78 @@ func (w *watcher) awaitFreed(ctx context.Context, name string) string {
 	}
 }
 
-// stateKey identifies a lock's state for change detection: its holders and
-// their counts (not the TTL, which changes all the time).
-func stateKey(info rlock.Info) string {
-	hs := sortedHolders(info)
-	if len(hs) == 0 {
+// stateKey identifies a name's state for change detection: its kind, its
+// holders and their counts, mode, queue, token, counter and permit ids
+// (not the TTL or the permits' expiries, which renewals change all the
+// time).
+func stateKey(o object) string {
+	if o.Kind == kindFree {
 		return "free"
 	}
 	var b strings.Builder
-	for _, h := range hs {
+	b.WriteString(o.Kind + ";" + o.Mode + ";")
+	for _, h := range o.Holders {
 		fmt.Fprintf(&b, "%s=%d;", h.Field, h.Count)
 	}
-	if info.TTL == rlock.TTLNoExpiry {
-		b.WriteString("noexpiry")
+	if o.held() && o.TTL == rlock.TTLNoExpiry {
+		b.WriteString("noexpiry;")
+	}
+	for _, q := range o.Queue {
+		b.WriteString("q=" + q.Field + ";")
+	}
+	if o.Token != nil {
+		fmt.Fprintf(&b, "token=%d;", *o.Token)
+	}
+	if o.Value != nil {
+		fmt.Fprintf(&b, "value=%d;", *o.Value)
+	}
+	for _, p := range o.Permits {
+		b.WriteString("p=" + p.ID + ";")
 	}
 	return b.String()
 }
 
-func stateLine(info rlock.Info, reason string) string {
-	hs := sortedHolders(info)
-	if len(hs) == 0 {
+func stateLine(o object, reason string) string {
+	switch o.Kind {
+	case kindFree:
 		if reason != "" {
 			return "free (" + reason + ")"
 		}
 		return "free"
+	case kindSemaphore, kindPermits, kindLatch, kindCounter:
+		return o.Kind + ": " + o.summary()
+	case kindOther:
+		return o.summary()
 	}
-	parts := make([]string, len(hs))
-	for i, h := range hs {
-		parts[i] = fmt.Sprintf("%s count %d", h.Field, h.Count)
+	var b strings.Builder
+	if !o.held() {
+		b.WriteString("free")
+		if reason != "" {
+			b.WriteString(" (" + reason + ")")
+		}
+	} else {
+		parts := make([]string, len(o.Holders))
+		for i, h := range o.Holders {
+			parts[i] = fmt.Sprintf("%s count %d", h.Field, h.Count)
+		}
+		ttl := "ttl " + formatTTL(o.TTL, 100*time.Millisecond)
+		if o.TTL == rlock.TTLNoExpiry {
+			ttl = "no ttl"
+		}
+		b.WriteString("held by " + strings.Join(parts, ", ") + " " + ttl)
 	}
-	ttl := "ttl " + formatTTL(info.TTL, 100*time.Millisecond)
-	if info.TTL == rlock.TTLNoExpiry {
-		ttl = "no ttl"
+	if o.Mode != "" {
+		b.WriteString(" mode " + o.Mode)
 	}
-	return "held by " + strings.Join(parts, ", ") + " " + ttl
+	if len(o.Queue) > 0 {
+		q := make([]string, len(o.Queue))
+		for i, w := range o.Queue {
+			q[i] = w.Field
+		}
+		b.WriteString(" queue " + strings.Join(q, ", "))
+	}
+	if o.Token != nil {
+		fmt.Fprintf(&b, " token %d", *o.Token)
+	}
+	return b.String()
 }

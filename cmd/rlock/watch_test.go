@@ -36,7 +36,7 @@ func TestWatch(t *testing.T) {
 		{"notifications", redistest.Config{Args: []string{"--notify-keyspace-events", "KEA"}}, nil,
 			"watching via keyspace notifications (__keyspace@0__:", 3 * time.Second, true, false},
 		{"polling", redistest.Config{}, []string{"--interval", "100ms"},
-			`watching by polling every 100ms: notify-keyspace-events is "" and lacks "Kghxe"`, 5 * time.Second, false, false},
+			`watching by polling every 100ms: notify-keyspace-events is "" and lacks "Kg$lhzxe"`, 5 * time.Second, false, false},
 		{"enable notifications", redistest.Config{}, []string{"--enable-notifications"},
 			"watching via keyspace notifications", 3 * time.Second, true, true},
 	} {
