@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredisson/locks/internal/names"
 	"github.com/goredisson/locks/internal/redistest"
 	"github.com/goredisson/locks/rlock"
+	"github.com/goredisson/locks/scripts"
 )
 
 // TestClusterSync: the synchronizers on a Redis 7 cluster, with sharded
@@ -27,16 +29,16 @@ func TestClusterSync(t *testing.T) {
 
 	t.Run("across the slots", func(t *testing.T) {
 		slots := map[uint16]bool{}
-		var names []string
+		var picked []string
 		for i := 0; len(slots) < 32; i++ {
 			n := "sync-" + strconv.Itoa(i)
-			if !slots[rlock.Slot(n)/512] {
-				slots[rlock.Slot(n)/512] = true
-				names = append(names, n)
+			if !slots[names.Slot(n)/512] {
+				slots[names.Slot(n)/512] = true
+				picked = append(picked, n)
 			}
 		}
-		names = append(names, "{user42}:jobs")
-		for _, n := range names {
+		picked = append(picked, "{user42}:jobs")
+		for _, n := range picked {
 			s := a.Semaphore(n)
 			require.NoError(t, s.Release(ctx, 2), n)
 			ok, err := s.TryAcquire(ctx, 2, 0)
@@ -167,4 +169,53 @@ func TestSentinelSyncUnacked(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, n, "the release ran once")
 
+}
+
+// TestSentinelSettledUnsynced: a lock call whose reply was lost is settled
+// by the fence script, which runs unsynced; a grant or release it finds
+// run counts only once a replica has it. With the replica stopped, a
+// settled grant is given back and fails with ErrNoSyncedReplicas, and a
+// settled release ran once and says so. (Before, both passed as synced.)
+func TestSentinelSettledUnsynced(t *testing.T) {
+	g := redistest.Sentinel(t)
+	ctx := context.Background()
+	rc, err := g.Client()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	faulty := redistest.NewFaulty(rc)
+	c := topoClient(t, faulty, rlock.WithReplicaSync(200*time.Millisecond, 2, 10*time.Millisecond))
+	held := c.Lock("s-settled-held")
+	o := rlock.WithOwner(ctx, 1)
+	require.NoError(t, held.Lock(o))
+
+	master, replica := masterAndReplica(t, g)
+	resume := stopReplica(t, replica)
+	defer resume()
+	isScript := func(s *scripts.Script) func([]string) bool {
+		return func(args []string) bool {
+			return len(args) > 1 && ((args[0] == "EVALSHA" && args[1] == s.SHA1()) || (args[0] == "EVAL" && args[1] == s.Text()))
+		}
+	}
+
+	l := c.Lock("s-settled")
+	faulty.Inject(redistest.Rule{Match: isScript(scripts.Acquire), Fault: redistest.LoseReply})
+	ok, err := l.TryLock(o, 0, 0)
+	assert.Zero(t, faulty.Pending(), "the reply was lost")
+	assert.False(t, ok)
+	require.ErrorIs(t, err, rlock.ErrNoSyncedReplicas)
+	n, err := master.Do(ctx, "EXISTS", "s-settled")
+	require.NoError(t, err)
+	v, _ := n.AsInt64()
+	assert.Zero(t, v, "the unsynced grant was given back")
+	cnt, err := l.HoldCount(o)
+	require.NoError(t, err)
+	assert.Zero(t, cnt)
+
+	faulty.Inject(redistest.Rule{Match: isScript(scripts.Unlock), Fault: redistest.LoseReply})
+	require.ErrorIs(t, held.Unlock(o), rlock.ErrNoSyncedReplicas)
+	assert.Zero(t, faulty.Pending(), "the reply was lost")
+	n, err = master.Do(ctx, "EXISTS", "s-settled-held")
+	require.NoError(t, err)
+	v, _ = n.AsInt64()
+	assert.Zero(t, v, "the release ran once")
 }

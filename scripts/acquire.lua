@@ -1,4 +1,4 @@
--- acquire: take or re-enter a Redisson RLock (contract 1.2), fenced and
+-- acquire: take or re-enter a Redisson RLock (PROTOCOL.md 2.2), fenced and
 -- checked against the count the caller expects. It also serves the spin
 -- lock (5.1, the same data), the fenced lock (5.2: with a token key) and
 -- the non-reentrant lock (5.3: with ARGV[5] "n").

@@ -1,6 +1,6 @@
 -- expire: set a held lock's TTL to a lease (the PEXPIRE a MultiLock or
 -- RedLock makes on each member after a successful acquisition with a
--- lease, contract 5.4), only while the owner holds it, fenced.
+-- lease, PROTOCOL.md 9), only while the owner holds it, fenced.
 --
 -- KEYS[1]  lock key (the raw name)
 -- KEYS[2]  this call's fence key "goredisson_fence:{<raw>}:<32 hex id>"

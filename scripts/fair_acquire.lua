@@ -1,5 +1,5 @@
--- fair_acquire: take, re-enter or queue for a Redisson RFairLock (contract
--- 3.3 and 3.4; the non-reentrant fair lock, 5.3, with ARGV[8] "n"), fenced
+-- fair_acquire: take, re-enter or queue for a Redisson RFairLock (PROTOCOL.md
+-- 4.3 and 4.4; the non-reentrant fair lock, 5.3, with ARGV[8] "n"), fenced
 -- and checked against the count the caller expects. Runs after
 -- fair_prelude.
 --

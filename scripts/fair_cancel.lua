@@ -1,5 +1,5 @@
 -- fair_cancel: leave a fair lock's wait queue when a wait ends without the
--- lock (Redisson's acquireFailed, contract 3.5), fenced. Runs after
+-- lock (Redisson's acquireFailed, PROTOCOL.md 4.5), fenced. Runs after
 -- fair_prelude.
 --
 -- KEYS[1]  lock key (the raw name)

@@ -1,5 +1,5 @@
--- fair_force_unlock: delete a Redisson RFairLock whoever holds it (contract
--- 3.7). Runs after fair_prelude.
+-- fair_force_unlock: delete a Redisson RFairLock whoever holds it (PROTOCOL.md
+-- 4.7). Runs after fair_prelude.
 --
 -- KEYS[1]  lock key (the raw name)
 -- KEYS[2]  queue "redisson_lock_queue:{<raw>}"

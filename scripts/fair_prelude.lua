@@ -1,9 +1,9 @@
--- fair_prelude: functions shared by the fair lock's scripts (contract 3),
+-- fair_prelude: functions shared by the fair lock's scripts (PROTOCOL.md 4),
 -- prepended to each of fair_acquire, fair_unlock, fair_cancel and
 -- fair_force_unlock (the script text Redis runs is the prelude followed by
 -- the script; see scripts.go).
 
--- fair_cleanup removes stale waiters (contract 3.2): while the head of
+-- fair_cleanup removes stale waiters (PROTOCOL.md 4.2): while the head of
 -- queue has a reservation in timeouts that ended by now (ms), drop it.
 -- Only the head is checked, and no other score changes. A head without a
 -- score stays (as in Redisson 3.31+).

@@ -1,5 +1,5 @@
--- fair_unlock: release one level of a Redisson RFairLock hold (contract
--- 3.6), fenced and checked against the count the caller expects. Runs
+-- fair_unlock: release one level of a Redisson RFairLock hold (PROTOCOL.md
+-- 4.6), fenced and checked against the count the caller expects. Runs
 -- after fair_prelude.
 --
 -- KEYS[1]  lock key (the raw name)

@@ -1,4 +1,4 @@
--- force_unlock: delete a Redisson lock whoever holds it (contract 1.5; the
+-- force_unlock: delete a Redisson lock whoever holds it (PROTOCOL.md 2.5; the
 -- spin lock's, 5.1; the read and write lock's, 4.7).
 --
 -- KEYS[1]  lock key (the raw name)

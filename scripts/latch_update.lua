@@ -1,4 +1,4 @@
--- latch_update: the writes of a Redisson RCountDownLatch (contract 5.7).
+-- latch_update: the writes of a Redisson RCountDownLatch (PROTOCOL.md 12).
 -- sync_prelude.lua runs first.
 --
 -- KEYS[1]  the latch key (the raw name): a string integer, the count

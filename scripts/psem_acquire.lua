@@ -1,5 +1,5 @@
 -- psem_acquire: take n permits of a Redisson RPermitExpirableSemaphore
--- under n new ids (contract 5.6, the 3.23.4+ acquire). sync_prelude.lua
+-- under n new ids (PROTOCOL.md 11, the 3.23.4+ acquire). sync_prelude.lua
 -- runs first.
 --
 -- KEYS[1]  the permits key (the raw name): a string integer, the available

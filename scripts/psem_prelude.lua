@@ -1,5 +1,5 @@
 -- psem_prelude: a function the permit-expirable semaphore's scripts share
--- (contract 5.6). It runs first (after sync_prelude.lua, if any).
+-- (PROTOCOL.md 11). It runs first (after sync_prelude.lua, if any).
 --
 -- psem_reclaim(permits, timeouts, channel, now, publish) gives every
 -- expired permit back, as Redisson's scripts do first: the ids whose score

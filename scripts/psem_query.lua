@@ -1,5 +1,5 @@
 -- psem_query: the reads of a Redisson RPermitExpirableSemaphore, and
--- updateLeaseTime (contract 5.6). Each first gives every expired permit
+-- updateLeaseTime (PROTOCOL.md 11). Each first gives every expired permit
 -- back (psem_prelude.lua), as Redisson's do. Resending
 -- one is safe: an expired permit goes back once, and an update sets the
 -- same date again.

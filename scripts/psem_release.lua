@@ -1,5 +1,5 @@
 -- psem_release: give permits of a Redisson RPermitExpirableSemaphore back
--- by id (contract 5.6, tryRelease(id) and tryRelease(ids)).
+-- by id (PROTOCOL.md 11, tryRelease(id) and tryRelease(ids)).
 -- sync_prelude.lua and psem_prelude.lua run first.
 --
 -- KEYS[1]  the permits key (the raw name)

@@ -1,5 +1,5 @@
 -- psem_update: the count writes of a Redisson RPermitExpirableSemaphore
--- (contract 5.6). As Redisson's, they do not give expired permits back
+-- (PROTOCOL.md 11). As Redisson's, they do not give expired permits back
 -- first. sync_prelude.lua runs first.
 --
 -- KEYS[1]  the permits key (the raw name)

@@ -1,5 +1,5 @@
 -- read_acquire: take or re-enter the read lock of a Redisson RReadWriteLock
--- (contract 4.2), fenced and checked against the count the caller expects.
+-- (PROTOCOL.md 5.2), fenced and checked against the count the caller expects.
 --
 -- KEYS[1]  lock key (the raw name)
 -- KEYS[2]  the owner's timeout prefix "{<raw>}:<clientId>:<ownerId>:rwlock_timeout"

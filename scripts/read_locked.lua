@@ -1,5 +1,5 @@
--- read_locked: whether a Redisson RReadWriteLock is read-locked (contract
--- 4.7, isLocked of the read lock since 3.24.0).
+-- read_locked: whether a Redisson RReadWriteLock is read-locked (PROTOCOL.md
+-- 5.7, isLocked of the read lock since 3.24.0).
 --
 -- KEYS[1]  lock key (the raw name)
 --

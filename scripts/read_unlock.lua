@@ -1,5 +1,5 @@
 -- read_unlock: release one level of a read hold of a Redisson
--- RReadWriteLock (contract 4.3), fenced and checked against the count the
+-- RReadWriteLock (PROTOCOL.md 5.3), fenced and checked against the count the
 -- caller expects.
 --
 -- KEYS[1]  lock key (the raw name)

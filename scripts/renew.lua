@@ -1,4 +1,4 @@
--- renew: extend the TTL of a batch of watchdog-held locks (contract 1.7).
+-- renew: extend the TTL of a batch of watchdog-held locks (PROTOCOL.md 2.7).
 --
 -- KEYS[1..n]  lock keys (on a cluster, all in one hash slot)
 -- ARGV[1]     lease in milliseconds (the watchdog timeout)

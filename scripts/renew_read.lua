@@ -1,4 +1,4 @@
--- renew_read: extend a batch of watchdog-held read locks (contract 4.4,
+-- renew_read: extend a batch of watchdog-held read locks (PROTOCOL.md 5.4,
 -- as Redisson 4.4+: only this client's own readers' timeout keys).
 --
 -- KEYS[2i-1]  lock key (the raw name) of hold i (on a cluster, all in one slot)

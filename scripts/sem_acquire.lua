@@ -1,5 +1,5 @@
 -- sem_acquire: take n permits of a Redisson RSemaphore if that many are
--- available (contract 5.5, tryAcquire(n)). sync_prelude.lua runs first.
+-- available (PROTOCOL.md 10, tryAcquire(n)). sync_prelude.lua runs first.
 --
 -- KEYS[1]  the semaphore key (the raw name): a string integer, the
 --          available permits; missing means none

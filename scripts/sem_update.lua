@@ -1,5 +1,5 @@
 -- sem_update: the writes of a Redisson RSemaphore other than acquire
--- (contract 5.5). sync_prelude.lua runs first.
+-- (PROTOCOL.md 10). sync_prelude.lua runs first.
 --
 -- KEYS[1]  the semaphore key (the raw name)
 -- KEYS[2]  its channel "redisson_sc:{<raw>}"

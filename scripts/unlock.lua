@@ -1,4 +1,4 @@
--- unlock: release one level of a Redisson RLock hold (contract 1.3), fenced
+-- unlock: release one level of a Redisson RLock hold (PROTOCOL.md 2.3), fenced
 -- and checked against the count the caller expects.
 --
 -- KEYS[1]  lock key (the raw name)
@@ -8,7 +8,7 @@
 -- ARGV[2]  lease in milliseconds restored after a partial unlock
 -- ARGV[3]  owner field "<clientId>:<ownerId>"
 -- ARGV[4]  publish command: "PUBLISH" or "SPUBLISH"; "" publishes nothing
---          (the spin lock, contract 5.1)
+--          (the spin lock, PROTOCOL.md 6)
 -- ARGV[5]  the count of ARGV[3] the caller expects to find (its record)
 -- ARGV[6]  fence TTL in milliseconds
 --

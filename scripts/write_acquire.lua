@@ -1,5 +1,5 @@
 -- write_acquire: take or re-enter the write lock of a Redisson
--- RReadWriteLock (contract 4.5), fenced and checked against the count the
+-- RReadWriteLock (PROTOCOL.md 5.5), fenced and checked against the count the
 -- caller expects.
 --
 -- KEYS[1]  lock key (the raw name)

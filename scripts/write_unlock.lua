@@ -1,5 +1,5 @@
 -- write_unlock: release one level of the write hold of a Redisson
--- RReadWriteLock (contract 4.6), fenced and checked against the count the
+-- RReadWriteLock (PROTOCOL.md 5.6), fenced and checked against the count the
 -- caller expects.
 --
 -- KEYS[1]  lock key (the raw name)

@@ -11,7 +11,7 @@ import (
 	"github.com/goredisson/locks/pubsub"
 )
 
-// AcquireToken runs Redisson's acquire loop (contract 1.8) for field on s: try;
+// AcquireToken runs Redisson's acquire loop (PROTOCOL.md 2.8) for field on s: try;
 // subscribe; try again; wait for a wake-up at most min(ttl, wait left);
 // repeat. wait < 0 waits until ctx ends; wait == 0 makes one attempt and
 // does not subscribe. lease > 0 is a fixed lease, otherwise the watchdog
@@ -120,7 +120,7 @@ func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, 
 	}
 }
 
-// spin is the wait of a spin lock (contract 5.1): attempts with the spec's
+// spin is the wait of a spin lock (PROTOCOL.md 6): attempts with the spec's
 // back-off between them, no subscription, until end (zero: until ctx
 // ends). A sleep never runs past end.
 func (e *Engine) spin(ctx context.Context, s *Spec, field string, lease time.Duration, end time.Time) (int64, bool, error) {
@@ -240,6 +240,9 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 				continue // it did not run and now never will: send it again
 			}
 			token = out.Token
+			// The fence read the grant unsynced: it counts only once the
+			// replicas have it, as a grant that was answered.
+			out.Reply = e.syncSettled(ctx, s.Name)
 		} else if c, stale := Stale(out.Reply); stale {
 			h.BurnFence()
 			t.Observe(h, c)
@@ -266,7 +269,7 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 			keep = e.undo(s, h)
 			return 0, 0, false, hold.ErrClosed
 		}
-		if !out.Fenced && out.Reply.Unsynced() {
+		if out.Reply.Unsynced() {
 			// Acquired on the master only: a failover now would lose it.
 			// Release it and try again, as Redisson does.
 			if keep = e.undo(s, h); keep {

@@ -224,11 +224,10 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 			if !o.Ran {
 				return RecOutcome{}, true, r.Err
 			}
-			if !c.NoSync && e.X.Sync.Enabled {
+			if !c.NoSync {
 				// The settling read the record unsynced: wait for the
 				// replicas to have the write before it counts.
-				acked, replicas, serr := e.X.Resync(ctx, c.Name, NewFence(c.Name))
-				o.Reply = Reply{Class: Done, Acked: acked, Replicas: replicas, SyncErr: serr}
+				o.Reply = e.syncSettled(ctx, c.Name)
 			}
 			return o, false, nil
 		}

@@ -28,7 +28,7 @@ type Spec struct {
 	Channel string // where unlocks publish; waiters subscribe to it
 
 	// Spin, when set, makes waiters poll with its back-off instead of
-	// subscribing to Channel (the spin lock, contract 5.1): it returns a
+	// subscribing to Channel (the spin lock, PROTOCOL.md 6): it returns a
 	// fresh back-off for one wait.
 	Spin func() BackOff
 
@@ -42,12 +42,12 @@ type Spec struct {
 	Prefix    func(field string) string
 
 	// WaitChannel, when set, returns the channel a waiter of field
-	// subscribes to (the fair lock's per-waiter channel, contract 3.1);
+	// subscribes to (the fair lock's per-waiter channel, PROTOCOL.md 4.1);
 	// otherwise waiters subscribe to Channel.
 	WaitChannel func(field string) string
 	// Cancel, when set, leaves the wait queue after a wait that may have
 	// queued the owner ended without the lock (the fair lock's
-	// acquireFailed, contract 3.5); CancelKeys and CancelArgs build its
+	// acquireFailed, PROTOCOL.md 4.5); CancelKeys and CancelArgs build its
 	// call, whose fence key is the last key. It must be idempotent while
 	// the owner does not queue again: after a lost reply it is fenced and
 	// sent again.
@@ -154,6 +154,9 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			switch {
 			case ran:
 				e.released(s, h, n, sent, out)
+				if r := e.syncSettled(ctx, s.Name); r.Unsynced() {
+					return n, e.resync(ctx, s.Name, r), false
+				}
 				return n, nil, false
 			case gone:
 				return 0, e.notHeld(s, field), false
@@ -227,6 +230,18 @@ func (e *Engine) notHeld(s *Spec, field string) error {
 	}
 	return fmt.Errorf("%w: attempt to unlock %q, not locked by the calling owner (node id %s, owner id %s)",
 		ErrNotHeld, s.Name, e.ClientID, id)
+}
+
+// syncSettled is the replica sync of a write that a fence settled as run:
+// the fence call is unsynced, so nothing yet says a replica has the write.
+// It waits once for the replicas (a write after the settled one, so its
+// acknowledgement covers it); the zero Reply when sync is off.
+func (e *Engine) syncSettled(ctx context.Context, name string) Reply {
+	if !e.X.Sync.Enabled {
+		return Reply{}
+	}
+	acked, replicas, err := e.X.Resync(ctx, name, NewFence(name))
+	return Reply{Class: Done, Acked: acked, Replicas: replicas, SyncErr: err}
 }
 
 // resync is the replica sync of a write that ran but that no replica
