@@ -10,9 +10,10 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT      := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
 TESTARGS ?=
 # Modules of their own, so that the library's go.mod carries only what the
-# library and its tests import: the benchmarks with their peers, and the
-# harness' Docker fallback (testcontainers-go).
-SUBMODULES := bench tools/redisdocker
+# library and its tests import: the benchmarks with their peers, the
+# harness' Docker fallback (testcontainers-go), and the OpenTelemetry
+# metrics adapter.
+SUBMODULES := bench tools/redisdocker rlockotel
 
 .PHONY: all deps deps-redis deps-java interop-build test fuzz stress demo bench lint
 

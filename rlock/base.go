@@ -63,7 +63,8 @@ const (
 type base struct {
 	c    *Client
 	name string
-	err  error // the name's problem, reported by every method
+	kind string // in events: KindLock, KindFairLock, ...
+	err  error  // the name's problem, reported by every method
 	spec *engine.Spec
 
 	write bool // the owner field ends with ":write"
@@ -71,13 +72,13 @@ type base struct {
 	// ("" any), and whether anything is published (not for a spin lock).
 	forceMsg, forceMode string
 	forcePub            bool
-	fair                bool // the fair lock's force unlock (contract 3.7)
+	fair                bool // the fair lock's force unlock (PROTOCOL.md 4.7)
 	// locked reports IsLocked from Redis; nil: EXISTS.
 	locked func(ctx context.Context) (bool, error)
 }
 
-func (c *Client) newBase(name string) base {
-	return base{c: c, name: name, err: checkName(name, c.cluster), forceMsg: "0", forcePub: true}
+func (c *Client) newBase(name, kind string) base {
+	return base{c: c, name: name, kind: kind, err: checkName(name, c.cluster), forceMsg: "0", forcePub: true}
 }
 
 // Name returns the lock's name, which is its Redis key.
@@ -124,7 +125,7 @@ func (l *base) tryLock(ctx context.Context, op string, wait, lease time.Duration
 	return l.acquire(ctx, wait, lease)
 }
 
-// acquire runs the acquire loop of the engine (contract 1.8) for the
+// acquire runs the acquire loop of the engine (PROTOCOL.md 2.8) for the
 // calling owner.
 func (l *base) acquire(ctx context.Context, wait, lease time.Duration) (int64, bool, error) {
 	if l.err != nil {
@@ -133,7 +134,13 @@ func (l *base) acquire(ctx context.Context, wait, lease time.Duration) (int64, b
 	if l.c.closed.Load() {
 		return 0, false, ErrClosed
 	}
-	return l.c.eng.AcquireToken(ctx, l.spec, l.field(ctx), wait, lease)
+	if l.c.cfg.hooks.Acquire == nil {
+		return l.c.eng.AcquireToken(ctx, l.spec, l.field(ctx), wait, lease)
+	}
+	start := time.Now()
+	token, ok, err := l.c.eng.AcquireToken(ctx, l.spec, l.field(ctx), wait, lease)
+	l.c.reportAcquire(l.kind, l.name, start, ok, err)
+	return token, ok, err
 }
 
 // field returns the calling owner's hash field.
@@ -165,7 +172,19 @@ func (l *base) Unlock(ctx context.Context) error {
 	if l.err != nil {
 		return l.err
 	}
-	_, err := l.c.eng.Unlock(ctx, l.spec, l.field(ctx))
+	field := l.field(ctx)
+	hook := l.c.cfg.hooks.Release
+	if hook == nil {
+		_, err := l.c.eng.Unlock(ctx, l.spec, field)
+		return err
+	}
+	since := l.c.table.Since(hold.Key{Kind: l.spec.Kind, Name: l.name, Field: field})
+	n, err := l.c.eng.Unlock(ctx, l.spec, field)
+	ev := ReleaseEvent{Kind: l.kind, Name: l.name, Last: err == nil && n == 0, Err: err}
+	if ev.Last && !since.IsZero() {
+		ev.Held = time.Since(since)
+	}
+	hook(ev)
 	return err
 }
 

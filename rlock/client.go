@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -73,6 +74,7 @@ type config struct {
 	maxHold             time.Duration
 	fairWait            time.Duration
 	sync                *engine.ReplicaSync // nil: the default for the topology
+	hooks               Hooks
 }
 
 // Option configures a Client.
@@ -190,6 +192,7 @@ func WithSubscriptionTimeout(d time.Duration) Option {
 
 // LostEvent describes a hold that ended without its owner's Unlock.
 type LostEvent struct {
+	Kind  string // the hold's kind: KindLock, KindReadLock or KindWriteLock
 	Name  string // the lock name
 	Owner int64  // the owner id
 	Err   error  // wraps ErrLockLost, and the cause
@@ -296,7 +299,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	c.eng = e
 	var slot func(string) uint16
 	if c.cluster {
-		slot = Slot
+		slot = names.Slot
 	}
 	wd, err := watchdog.New(watchdog.Config{
 		Table:     c.table,
@@ -360,7 +363,7 @@ func (c *Client) Stats() Stats {
 // name is the Redis key, with no prefix. It is cheap and does no I/O. An
 // invalid name is reported by the Lock's methods.
 func (c *Client) Lock(name string) *Lock {
-	l := &Lock{c.newBase(name)}
+	l := &Lock{c.newBase(name, KindLock)}
 	if l.err == nil {
 		l.spec = c.lockSpec(name, lockVariant{})
 	}
@@ -386,7 +389,7 @@ type ownerField struct {
 }
 
 // writeField returns the owner's write-lock field "<clientId>:<owner>:write"
-// (contract 4.1), cached as field is.
+// (PROTOCOL.md 5.1), cached as field is.
 func (c *Client) writeField(owner int64) string {
 	slot := &c.wfields[uint64(owner)%uint64(len(c.wfields))]
 	if f := slot.Load(); f != nil && f.owner == owner {
@@ -401,9 +404,15 @@ func (c *Client) writeField(owner int64) string {
 // unlock. It runs on the table's notifier goroutine.
 func (c *Client) onEnd(k hold.Key, cause error) {
 	c.cfg.logger.Warn("rlock: lock lost", "lock", k.Name, "owner", k.Field, "err", cause)
-	if c.cfg.onLost != nil {
-		owner, _ := strconv.ParseInt(k.Field[len(c.id)+1:], 10, 64)
-		c.cfg.onLost(LostEvent{Name: k.Name, Owner: owner, Err: cause})
+	if c.cfg.onLost != nil || c.cfg.hooks.Lost != nil {
+		owner, _ := strconv.ParseInt(strings.TrimSuffix(k.Field, ":write")[len(c.id)+1:], 10, 64)
+		ev := LostEvent{Kind: renewKind(k.Kind), Name: k.Name, Owner: owner, Err: cause}
+		if c.cfg.onLost != nil {
+			c.cfg.onLost(ev)
+		}
+		if c.cfg.hooks.Lost != nil {
+			c.cfg.hooks.Lost(ev)
+		}
 	}
 }
 
@@ -464,6 +473,24 @@ func (c *Client) renew(ctx context.Context, kind hold.Kind, batches [][]hold.Key
 		case <-time.After(bo.Next()):
 		}
 	}
+	if h := c.cfg.hooks.Renew; h != nil {
+		ev := RenewEvent{Kind: renewKind(kind)}
+		for i, r := range out {
+			switch {
+			case r.Err != nil:
+				ev.Failed += len(batches[i])
+			default:
+				for _, ok := range r.Renewed {
+					if ok {
+						ev.Renewed++
+					} else {
+						ev.Gone++
+					}
+				}
+			}
+		}
+		h(ev)
+	}
 	return out
 }
 
@@ -478,7 +505,7 @@ func (c *Client) syncRenewals(ctx context.Context, batches [][]hold.Key) {
 		if len(b) == 0 || ctx.Err() != nil {
 			continue
 		}
-		slot := Slot(b[0].Name)
+		slot := names.Slot(b[0].Name)
 		if seen[slot] {
 			continue
 		}

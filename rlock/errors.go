@@ -48,6 +48,16 @@ var (
 	// ErrLockLost.
 	ErrMaxHold = watchdog.ErrMaxHold
 
+	// ErrHoldGone: a watchdog renewal found the hold gone from Redis (it
+	// expired, or was deleted or force-unlocked elsewhere). A HoldContext's
+	// cause and a LostEvent's Err wrap it along with ErrLockLost.
+	ErrHoldGone = watchdog.ErrNotHeld
+
+	// ErrRenewFailed: renewals of a hold failed (Redis unreachable or
+	// refusing) until its lease could have run out. A HoldContext's cause
+	// and a LostEvent's Err wrap it along with ErrLockLost.
+	ErrRenewFailed = watchdog.ErrRenewFailed
+
 	// ErrInvalidArgument: a duration or option has a value with no meaning.
 	ErrInvalidArgument = errors.New("rlock: invalid argument")
 

@@ -8,7 +8,7 @@ import (
 	"github.com/goredisson/locks/scripts"
 )
 
-// FairLock is Redisson's fair lock (getFairLock, contract 3): the RLock's
+// FairLock is Redisson's fair lock (getFairLock, PROTOCOL.md 4): the RLock's
 // hash, plus a wait queue and a sorted set of reservations, so that the
 // lock goes to its waiters in the order they started waiting, across
 // processes and languages. An unlock wakes only the first waiter in line,
@@ -57,7 +57,11 @@ func (c *Client) NonReentrantFairLock(name string) *NonReentrantFairLock {
 }
 
 func (c *Client) fairBase(name string, nonReentrant bool) base {
-	b := c.newBase(name)
+	kind := KindFairLock
+	if nonReentrant {
+		kind = KindNonReentrantFair
+	}
+	b := c.newBase(name, kind)
 	b.fair = true
 	if b.err == nil {
 		b.spec = c.fairSpec(name, nonReentrant)
@@ -67,7 +71,7 @@ func (c *Client) fairBase(name string, nonReentrant bool) base {
 
 func nowMs() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
 
-// fairSpec describes the fair lock's scripts (contract 3) to the engine.
+// fairSpec describes the fair lock's scripts (PROTOCOL.md 4) to the engine.
 func (c *Client) fairSpec(name string, nonReentrant bool) *engine.Spec {
 	channel := ChannelName(name)
 	queue, timeouts := FairQueueName(name), FairTimeoutName(name)

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// FencedLock is Redisson's fenced lock (getFencedLock, contract 5.2): a
+// FencedLock is Redisson's fenced lock (getFencedLock, PROTOCOL.md 7): a
 // reentrant lock on the RLock's data plus a token counter,
 // "redisson_lock_token:{<name>}", that every grant increments, re-entry and
 // plain Lock/TryLock included, in Go and in Java alike. The token of a
@@ -28,7 +28,7 @@ type FencedLock struct{ base }
 // FencedLock returns the fenced lock called name (Redisson's
 // getFencedLock(name)). It is cheap and does no I/O.
 func (c *Client) FencedLock(name string) *FencedLock {
-	l := &FencedLock{c.newBase(name)}
+	l := &FencedLock{c.newBase(name, KindFencedLock)}
 	if l.err == nil {
 		l.spec = c.lockSpec(name, lockVariant{fenced: true})
 	}

@@ -16,15 +16,16 @@ import (
 //     force-unlocked it; an Unlock found it gone; or an Unlock's outcome
 //     stayed unknown, which stops renewal.
 //   - ErrLeaseExpired: a hold with a fixed lease reached its end.
-//   - ErrUnlocked: the owner's last Unlock released it.
+//   - ErrUnlocked: the owner's last Unlock released it; the context is
+//     done before that Unlock returns.
 //   - ErrClosed: the Client was closed.
 //
 // Pass it to the work done under the lock, so that the work stops when the
 // lock stops protecting it. It fails with ErrNotHeld when the owner does not
 // hold the lock. It costs one round trip (HEXISTS, to confirm the hold
-// against Redis); resources are freed when the context ends. The
-// cancellations run on a goroutine of the Client's, never the caller's nor
-// the renewal's.
+// against Redis); resources are freed when the context ends. Other than
+// an Unlock's, the cancellations run on a goroutine of the Client's, never
+// the caller's nor the renewal's.
 func (l *base) HoldContext(ctx context.Context) (context.Context, error) {
 	if l.err != nil {
 		return nil, l.err

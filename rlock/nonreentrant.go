@@ -1,7 +1,7 @@
 package rlock
 
 // NonReentrantLock is Redisson 4.4+'s non-reentrant lock
-// (getNonReentrantLock, contract 5.3): the RLock's data, but an owner that
+// (getNonReentrantLock, PROTOCOL.md 8): the RLock's data, but an owner that
 // holds it cannot take it again: Lock, LockLease and TryLock fail with an
 // error wrapping ErrAlreadyHeld (Java throws IllegalMonitorStateException
 // for its NON_REENTRANT_REACQUIRE reply), and the count stays 1, so one
@@ -12,7 +12,7 @@ type NonReentrantLock struct{ base }
 // NonReentrantLock returns the non-reentrant lock called name. It is cheap
 // and does no I/O.
 func (c *Client) NonReentrantLock(name string) *NonReentrantLock {
-	l := &NonReentrantLock{c.newBase(name)}
+	l := &NonReentrantLock{c.newBase(name, KindNonReentrant)}
 	if l.err == nil {
 		l.spec = c.lockSpec(name, lockVariant{nonReentrant: true})
 	}

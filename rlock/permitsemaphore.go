@@ -19,7 +19,7 @@ import (
 const maxPermitsPerCall = 4096
 
 // neverExpires is Redisson's score of a permit without a lease
-// (contract 5.6).
+// (PROTOCOL.md 11).
 const neverExpires = "922337203685477"
 
 // PermitExpirableSemaphore is Redisson's RPermitExpirableSemaphore
@@ -49,7 +49,7 @@ type PermitExpirableSemaphore struct {
 func (c *Client) PermitExpirableSemaphore(name string) *PermitExpirableSemaphore {
 	s := &PermitExpirableSemaphore{c: c, name: name, channel: names.SemaphoreChannel(name), timeouts: names.PermitTimeouts(name)}
 	s.err = checkSyncName(name, c.cluster, s.channel)
-	if s.err == nil && c.cluster && Slot(s.timeouts) != Slot(name) {
+	if s.err == nil && c.cluster && names.Slot(s.timeouts) != names.Slot(name) {
 		s.err = fmt.Errorf("%w: %q: its timeout set %q falls in another cluster slot", ErrInvalidName, name, s.timeouts)
 	}
 	return s
@@ -239,12 +239,16 @@ func expiry(now time.Time, lease time.Duration) string {
 	return strconv.FormatInt(now.Add(lease).UnixMilli(), 10)
 }
 
-func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lease time.Duration) ([]string, bool, error) {
+func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lease time.Duration) (got []string, ok bool, err error) {
 	if s.err != nil {
 		return nil, false, s.err
 	}
 	if n < 1 || n > maxPermitsPerCall {
 		return nil, false, fmt.Errorf("%w: %q: acquire %d permits: from 1 to %d at once", ErrInvalidArgument, s.name, n, maxPermitsPerCall)
+	}
+	if s.c.cfg.hooks.Acquire != nil {
+		start := time.Now()
+		defer func() { s.c.reportAcquire(KindPermitSemaphore, s.name, start, ok, err) }()
 	}
 	e := s.c.eng
 	var end time.Time
@@ -252,7 +256,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lea
 		end = time.Now().Add(wait)
 	}
 	var ids []string
-	ok, err := e.WaitSync(ctx, s.name, s.channel, end, func(ctx context.Context, deadline time.Time) (bool, time.Duration, error) {
+	ok, err = e.WaitSync(ctx, s.name, s.channel, end, func(ctx context.Context, deadline time.Time) (bool, time.Duration, error) {
 		for unsynced := 1; ; unsynced++ {
 			raw := make([]string, n)
 			buf := make([]byte, 16*n)

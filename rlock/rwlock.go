@@ -12,8 +12,8 @@ import (
 	"github.com/goredisson/locks/scripts"
 )
 
-// ReadWriteLock is Redisson's RReadWriteLock (getReadWriteLock, contract
-// 4): one Redis hash whose "mode" field is "read" or "write". Many owners
+// ReadWriteLock is Redisson's RReadWriteLock (getReadWriteLock, PROTOCOL.md
+// 5): one Redis hash whose "mode" field is "read" or "write". Many owners
 // may hold its ReadLock at once; its WriteLock excludes every other owner's
 // read and write holds. Both are reentrant. An owner that holds the write
 // lock may also take the read lock (and release the two in either order:
@@ -45,8 +45,8 @@ type WriteLock struct{ base }
 // getReadWriteLock(name)). It is cheap and does no I/O.
 func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
 	channel := RWLockChannelName(name)
-	r := &ReadLock{c.newBase(name)}
-	w := &WriteLock{c.newBase(name)}
+	r := &ReadLock{c.newBase(name, KindReadLock)}
+	w := &WriteLock{c.newBase(name, KindWriteLock)}
 	w.write = true
 	r.forceMode, w.forceMode = "read", "write"
 	w.forceMsg = "1"

@@ -113,12 +113,16 @@ func (s *Semaphore) check(n int) error {
 	return nil
 }
 
-func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (bool, error) {
+func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (ok bool, err error) {
 	if err := s.check(n); err != nil {
 		return false, err
 	}
 	if n == 0 {
 		return true, nil // as Redisson: no call
+	}
+	if s.c.cfg.hooks.Acquire != nil {
+		start := time.Now()
+		defer func() { s.c.reportAcquire(KindSemaphore, s.name, start, ok, err) }()
 	}
 	e := s.c.eng
 	var end time.Time
@@ -240,8 +244,8 @@ func checkSyncName(name string, cluster bool, channel string) error {
 		return fmt.Errorf("%w: the name is empty", ErrInvalidName)
 	}
 	if cluster {
-		ks, cs := Slot(name), Slot(channel)
-		rs := Slot(names.Record(name, "0"))
+		ks, cs := names.Slot(name), names.Slot(channel)
+		rs := names.Slot(names.Record(name, "0"))
 		if ks != cs || ks != rs {
 			return fmt.Errorf("%w: %q: the key (slot %d) and its channel %q (slot %d) would fall in different cluster slots; "+
 				"a name containing '{' must carry a complete, non-empty hash tag such as \"{user42}:jobs\"",

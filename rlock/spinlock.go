@@ -8,7 +8,7 @@ import (
 	"github.com/goredisson/locks/internal/engine"
 )
 
-// SpinLock is Redisson's spin lock (getSpinLock, contract 5.1): the RLock's
+// SpinLock is Redisson's spin lock (getSpinLock, PROTOCOL.md 6): the RLock's
 // data on the same key, but no pub/sub at all. A waiter polls with a
 // back-off between attempts (by default Redisson's exponential back-off:
 // 1ms doubling to 128ms, with a little jitter), and Unlock and ForceUnlock
@@ -63,7 +63,7 @@ func WithConstantBackOff(d time.Duration) SpinOption {
 // cheap and does no I/O; an invalid name or option is reported by its
 // methods.
 func (c *Client) SpinLock(name string, opts ...SpinOption) *SpinLock {
-	l := &SpinLock{c.newBase(name)}
+	l := &SpinLock{c.newBase(name, KindSpinLock)}
 	l.forcePub = false // Redisson's forceUnlock is a bare DEL
 	cfg := spinConfig{exp: true, initial: time.Millisecond, max: 128 * time.Millisecond, multiplier: 2}
 	for _, o := range opts {

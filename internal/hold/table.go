@@ -246,10 +246,17 @@ func (t *Table) Released(h *Hold, count int, sent, recv time.Time) {
 	}
 	if count <= 0 {
 		// No renewal may follow the last unlock: wait for a round in
-		// flight that includes the hold.
+		// flight that includes the hold. The HoldContexts end here, on
+		// the caller's goroutine, so that they are done when Unlock
+		// returns (no end handler runs for an owner's unlock).
 		r := h.inflight
+		ws := h.watchers
+		h.watchers = nil
 		t.endLocked(h, ErrUnlocked, false)
 		t.mu.Unlock()
+		for _, cancel := range ws {
+			cancel(ErrUnlocked)
+		}
 		r.wait()
 		t.mu.Lock()
 		return
@@ -545,6 +552,17 @@ func (t *Table) Unwatch(k Key, id uint64) {
 		delete(h.watchers, id)
 		t.forget(h)
 	}
+}
+
+// Since returns when the hold of k began (its first acquisition), or the
+// zero time if this client does not hold it.
+func (t *Table) Since(k Key) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if h := t.m[k]; h != nil && h.count > 0 {
+		return h.since
+	}
+	return time.Time{}
 }
 
 // Held returns the count this client's record shows for k (0 if none).

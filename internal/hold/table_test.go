@@ -83,3 +83,34 @@ func TestObserveGoneWithinLease(t *testing.T) {
 		tab.Close()
 	}
 }
+
+// TestReleasedEndsHoldContextsAtOnce: the owner's last unlock ends the
+// HoldContexts before Released returns (a caller may test ctx.Err() right
+// after Unlock), and reports no end.
+func TestReleasedEndsHoldContextsAtOnce(t *testing.T) {
+	for range 100 {
+		ends := make(chan error, 1)
+		tab := New(time.Second, func(_ Key, err error) { ends <- err })
+		k := Key{Kind: 1, Name: "x", Field: "c:1"}
+		h, err := tab.Use(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab.Acquired(h, 1, time.Hour, time.Now(), time.Now())
+		ctx, cancel := context.WithCancelCause(context.Background())
+		if _, ok, err := tab.Watch(k, cancel); !ok || err != nil {
+			t.Fatalf("Watch: %v %v", ok, err)
+		}
+		tab.Released(h, 0, time.Now(), time.Now())
+		if cause := context.Cause(ctx); !errors.Is(cause, ErrUnlocked) {
+			t.Fatalf("right after the last unlock the HoldContext's cause is %v", cause)
+		}
+		tab.Done(h)
+		tab.Close()
+		select {
+		case err := <-ends:
+			t.Fatalf("an owner's unlock reported an end: %v", err)
+		default:
+		}
+	}
+}
