@@ -22,7 +22,7 @@ const suiteCluster = "TestRedissonCluster"
 // the Go client in its default PubSubAuto mode: both pick sharded pub/sub
 // (SPUBLISH/SSUBSCRIBE) and wake each other in both directions.
 //
-// Which Go option matches which Redisson setting (contract 2.4):
+// Which Go option matches which Redisson setting (PROTOCOL.md 3.4):
 //
 //	Redisson shardedSubscriptionMode AUTO (default, 3.22.0+) -> rlock.PubSubAuto (default)
 //	Redisson shardedSubscriptionMode ON                      -> rlock.PubSubSharded
@@ -183,7 +183,7 @@ func (cc *clusterCase) goUnlockWakesJava(t *testing.T, c *rlock.Client) {
 
 // modeMismatch: a Go client forced to PubSubClassic against Redisson in
 // AUTO (sharded) mode. The two never see each other's unlock messages
-// (classic and sharded pub/sub are separate namespaces, contract 2.4), so a
+// (classic and sharded pub/sub are separate namespaces, PROTOCOL.md 3.4), so a
 // waiter on either side gets the lock only when its TTL-bounded wait runs
 // out. Exclusion still holds. A 4s lease keeps that wait short.
 func (cc *clusterCase) modeMismatch(t *testing.T) {
@@ -229,7 +229,7 @@ func (cc *clusterCase) modeMismatch(t *testing.T) {
 		waiter := javaAsync(cc.java.Send("lock", "M2", name))
 		waitSubscribers(t, cc.raw, ch, true, 2) // Java's SSUBSCRIBE and the sharded watcher
 		// After subscribing, Redisson tries once more before it waits
-		// (contract 1.8); an unlock racing that try lets it in at once.
+		// (PROTOCOL.md 2.8); an unlock racing that try lets it in at once.
 		// Nothing outside the JVM shows that the try is over, so give it
 		// time: a small part of the 4s lease.
 		time.Sleep(300 * time.Millisecond)

@@ -264,7 +264,7 @@ func (f *fixture) testReadWriteForceUnlock(t *testing.T) {
 
 // unlockGone checks the error of a read or write unlock of a hash that is
 // gone: "not held", except that Redisson before 3.44.0 returns 1 (no
-// error) on a missing key (contract 8.6).
+// error) on a missing key (PROTOCOL.md 18.6).
 func unlockGone(f *fixture, s side, err error) bool {
 	if s.java() && !atLeast(f.version, "3.44.0") {
 		return err == nil

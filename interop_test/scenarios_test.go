@@ -323,7 +323,7 @@ func (f *fixture) testNonOwnerUnlock(t *testing.T) {
 			require.ErrorIs(t, err, rlock.ErrNotHeld, "Go unlock of a Java hold")
 			require.Equal(t, before, hgetall(t, f.raw, name), "a failed unlock must not touch the hash")
 			// Redisson runs the unlock script once and throws
-			// IllegalMonitorStateException on its nil reply (contract 1.3 step
+			// IllegalMonitorStateException on its nil reply (PROTOCOL.md 2.3 step
 			// 2); only a failed round trip is worth a retry.
 			assert.Equal(t, int64(1), unlockRuns.Load(), "unlock script runs for one non-owner Unlock (it took %v)", elapsed)
 		}
@@ -452,7 +452,7 @@ func (f *fixture) testForceUnlock(t *testing.T) {
 }
 
 // testPartialUnlockTTL (scenario 7): lock with a 10s lease three times and
-// unlock twice: the TTL goes back to the holder's lease (contract 1.4), as
+// unlock twice: the TTL goes back to the holder's lease (PROTOCOL.md 2.4), as
 // both sides read it. The tests wait for the TTL to drop below 8.5s first,
 // so that keeping the remaining TTL instead would be caught.
 func (f *fixture) testPartialUnlockTTL(t *testing.T) {
@@ -516,7 +516,7 @@ func (f *fixture) testPartialUnlockTTL(t *testing.T) {
 			inLeaseWindow(t, "Go RemainTTL", goTTL)
 			inLeaseWindow(t, "Java remainTimeToLive", time.Duration(javaTTL)*time.Millisecond)
 		} else {
-			// Contract 1.10 (3.27.2): before it, every unlock reset the RLock's
+			// PROTOCOL.md 2.10 (3.27.2): before it, every unlock reset the RLock's
 			// internalLockLeaseTime to the watchdog timeout, so the second
 			// partial unlock sets the TTL to 30s, not to the 10s lease.
 			t.Logf("Redisson %s < 3.27.2: the second partial unlock restores the watchdog timeout (%v), not the lease: Go sees %v", f.version, javaDefaultWatchdog, goTTL)

@@ -360,7 +360,7 @@ type policy uint8
 
 const (
 	// lockPolicy (the locks' channels): "0" wakes one waiter, "1" every
-	// waiter (contract 2.2).
+	// waiter (PROTOCOL.md 3.2).
 	lockPolicy policy = iota
 	// permitPolicy (the semaphores' "redisson_sc:" channels): a message
 	// is a number of permits, n > 0 wakes up to n waiters, as Redisson's

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredisson/locks/internal/names"
 	"github.com/goredisson/locks/internal/redistest"
 	"github.com/goredisson/locks/rlock"
 )
@@ -42,16 +43,16 @@ func TestClusterFamily(t *testing.T) {
 		c := topoClient(t, clusterRC(t, cl))
 		require.True(t, c.PubSubSharded())
 		slots := map[uint16]bool{}
-		var names []string
+		var picked []string
 		for i := 0; len(slots) < 64; i++ {
 			n := "fam-" + strconv.Itoa(i)
-			if !slots[rlock.Slot(n)/256] {
-				slots[rlock.Slot(n)/256] = true
-				names = append(names, n)
+			if !slots[names.Slot(n)/256] {
+				slots[names.Slot(n)/256] = true
+				picked = append(picked, n)
 			}
 		}
-		names = append(names, "{user42}:cart", "x}{y}z")
-		for _, n := range names {
+		picked = append(picked, "{user42}:cart", "x}{y}z")
+		for _, n := range picked {
 			for kind, l := range familyLockers(c, n) {
 				ok, err := l.TryLock(ctx, 0, 0)
 				require.NoError(t, err, "%s %s", kind, n)
@@ -175,10 +176,10 @@ func TestClusterFamily(t *testing.T) {
 	t.Run("MultiLock over names in different slots", func(t *testing.T) {
 		a := topoClient(t, clusterRC(t, cl))
 		b := topoClient(t, clusterRC(t, cl))
-		names := []string{"ml-a", "ml-b", "{ml}:c"}
+		picked := []string{"ml-a", "ml-b", "{ml}:c"}
 		group := func(c *rlock.Client) *rlock.MultiLock {
 			var ls []rlock.Locker
-			for _, n := range names {
+			for _, n := range picked {
 				ls = append(ls, c.Lock(n))
 			}
 			return rlock.NewMultiLock(ls...)
@@ -187,7 +188,7 @@ func TestClusterFamily(t *testing.T) {
 		ok, err := group(b).TryLock(ctx, 200*time.Millisecond, 0)
 		require.NoError(t, err)
 		assert.False(t, ok)
-		for _, n := range names {
+		for _, n := range picked {
 			ok, err := b.Lock(n).TryLock(ctx, 0, 0)
 			require.NoError(t, err)
 			assert.False(t, ok, "%s", n)

@@ -14,7 +14,7 @@ import (
 
 // FuzzNames checks the name derivation helpers on any lock name:
 //   - ChannelName and the fence keys follow Redisson's prefixName/suffixName
-//     rules (contract 0.2): braces are added unless the name contains "{"
+//     rules (PROTOCOL.md 1.3): braces are added unless the name contains "{"
 //     anywhere;
 //   - Slot agrees with an independent, bitwise CRC16 (refSlot) on every key;
 //   - checkName rejects exactly the empty name outside a cluster and, in
@@ -59,8 +59,8 @@ func FuzzNames(f *testing.F) {
 
 		keys := []string{name, ChannelName(name), fence, names.Fence(name, func(b []byte) []byte { return append(b, '0') })}
 		for _, k := range keys {
-			if got, want := Slot(k), refSlot(k); got != want {
-				t.Fatalf("Slot(%q) = %d, want %d", k, got, want)
+			if got, want := names.Slot(k), refSlot(k); got != want {
+				t.Fatalf("names.Slot(%q) = %d, want %d", k, got, want)
 			}
 		}
 

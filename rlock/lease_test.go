@@ -29,7 +29,7 @@ func TestExpiryWakesWaiterByTTL(t *testing.T) {
 	require.NoError(t, b.Unlock(ctx))
 }
 
-// Contract 1.4 (testRemainTimeToLive2): a partial unlock resets the TTL to
+// PROTOCOL.md 2.4 (testRemainTimeToLive2): a partial unlock resets the TTL to
 // the holder's lease, not to what was left of it.
 func TestPartialUnlockResetsTTLToLease(t *testing.T) {
 	e := newEnv(t)

@@ -31,7 +31,7 @@ type lockVariant struct {
 }
 
 // lockSpec describes the plain lock's scripts (and those of the spin,
-// fenced and non-reentrant locks, contract 5.1-5.3) to the engine.
+// fenced and non-reentrant locks, PROTOCOL.md 6-8) to the engine.
 func (c *Client) lockSpec(name string, v lockVariant) *engine.Spec {
 	channel := ChannelName(name)
 	publish := c.eng.Publish

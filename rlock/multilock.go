@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// MultiLock is Redisson's RedissonMultiLock (contract 5.4): one lock made
+// MultiLock is Redisson's RedissonMultiLock (PROTOCOL.md 9): one lock made
 // of several member locks, of any kind and from any Clients (so on any
 // Redis servers), held when every member is held. It keeps no state of its
 // own in Redis: each member is an ordinary lock that Java sees as such.
@@ -34,7 +34,7 @@ import (
 // ends.
 type MultiLock struct{ group }
 
-// RedLock is Redisson's RedissonRedLock (contract 5.4): the Redlock
+// RedLock is Redisson's RedissonRedLock (PROTOCOL.md 9): the Redlock
 // algorithm over member locks on independent Redis masters (one Client
 // each). It is held when a majority (a quorum, n/2+1 of n) of its members
 // is: TryLock succeeds when at most n - quorum members fail, each member
@@ -255,8 +255,8 @@ func (g *group) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 	}
 }
 
-// pass is one pass of Redisson's loop over the members in order (contract
-// 5.4), with the members reached concurrently: every member not yet
+// pass is one pass of Redisson's loop over the members in order (PROTOCOL.md
+// 9), with the members reached concurrently: every member not yet
 // decided gets one attempt at once, and the results are read in member
 // order as Redisson's loop would meet them. Where that loop would stop (a
 // failure with no budget left), the members taken after that point are

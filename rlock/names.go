@@ -27,11 +27,6 @@ func FairQueueName(name string) string { return names.Queue(name) }
 // "redisson_lock_timeout:{<name>}".
 func FairTimeoutName(name string) string { return names.Timeouts(name) }
 
-// Slot returns the Redis Cluster hash slot of key: CRC16 (XMODEM) of the
-// key, or of its hash tag (the text between the first "{" and the next "}",
-// when that is not empty), modulo 16384.
-func Slot(key string) uint16 { return names.Slot(key) }
-
 // checkName reports why name cannot be used as a lock name. In cluster mode
 // the lock key, its channel and its fence keys must share one hash slot (the
 // scripts touch them together, and rueidis panics on a cross-slot command).
@@ -42,8 +37,8 @@ func checkName(name string, cluster bool) error {
 		return fmt.Errorf("%w: the name is empty", ErrInvalidName)
 	}
 	if cluster {
-		ks, cs := Slot(name), Slot(ChannelName(name))
-		fs := Slot(names.Prefix(names.FencePrefix, name) + ":0")
+		ks, cs := names.Slot(name), names.Slot(ChannelName(name))
+		fs := names.Slot(names.Prefix(names.FencePrefix, name) + ":0")
 		if ks != cs || ks != fs {
 			return fmt.Errorf("%w: %q: the lock key (slot %d) and its channel %q (slot %d) would fall in different cluster slots; "+
 				"a name containing '{' must carry a complete, non-empty hash tag such as \"{user42}:cart\"",

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/goredisson/locks/internal/names"
 )
 
 func TestDerivedNames(t *testing.T) {
@@ -16,11 +18,11 @@ func TestDerivedNames(t *testing.T) {
 
 func TestSlot(t *testing.T) {
 	// Values from Redis' CLUSTER KEYSLOT.
-	assert.Equal(t, uint16(12182), Slot("foo"))
-	assert.Equal(t, uint16(5061), Slot("bar"))
-	assert.Equal(t, Slot("user1000"), Slot("{user1000}.following"))
-	assert.Equal(t, Slot("{}x"), Slot("{}x"))
-	assert.NotEqual(t, Slot("x"), Slot("{}x"), "an empty tag hashes the whole key")
+	assert.Equal(t, uint16(12182), names.Slot("foo"))
+	assert.Equal(t, uint16(5061), names.Slot("bar"))
+	assert.Equal(t, names.Slot("user1000"), names.Slot("{user1000}.following"))
+	assert.Equal(t, names.Slot("{}x"), names.Slot("{}x"))
+	assert.NotEqual(t, names.Slot("x"), names.Slot("{}x"), "an empty tag hashes the whole key")
 }
 
 func TestCheckName(t *testing.T) {

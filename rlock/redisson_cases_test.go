@@ -1,6 +1,6 @@
 package rlock_test
 
-// Scenarios of Redisson's RedissonLockTest (contract 7.1) not covered
+// Scenarios of Redisson's RedissonLockTest (PROTOCOL.md 17.1) not covered
 // elsewhere.
 
 import (

@@ -13,7 +13,7 @@ import (
 	"github.com/goredisson/locks/rlock"
 )
 
-// timeoutKey is a read hold's timeout key (contract 4.1).
+// timeoutKey is a read hold's timeout key (PROTOCOL.md 5.1).
 func timeoutKey(name, field string, k int) string {
 	return "{" + name + "}:" + field + ":rwlock_timeout:" + string(rune('0'+k))
 }

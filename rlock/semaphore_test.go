@@ -15,7 +15,7 @@ import (
 	"github.com/goredisson/locks/rlock"
 )
 
-// TestSemaphore follows Redisson's RedissonSemaphoreTest (contract 7.10)
+// TestSemaphore follows Redisson's RedissonSemaphoreTest (PROTOCOL.md 17.10)
 // on the wire layout of 5.5.
 func TestSemaphore(t *testing.T) {
 	e := newEnv(t)
@@ -182,7 +182,7 @@ func avail(t *testing.T, s interface {
 }
 
 // TestPermitExpirableSemaphore follows Redisson's
-// RedissonPermitExpirableSemaphoreTest (contract 7.10) on the layout of
+// RedissonPermitExpirableSemaphoreTest (PROTOCOL.md 17.10) on the layout of
 // 5.6.
 func TestPermitExpirableSemaphore(t *testing.T) {
 	e := newEnv(t)
@@ -376,7 +376,7 @@ func TestPermitExpirableSemaphore(t *testing.T) {
 }
 
 // TestCountDownLatch follows Redisson's RedissonCountDownLatchTest
-// (contract 7.10) on the layout of 5.7.
+// (PROTOCOL.md 17.10) on the layout of 5.7.
 func TestCountDownLatch(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredisson/locks/internal/names"
 	"github.com/goredisson/locks/internal/redistest"
 	"github.com/goredisson/locks/rlock"
 )
@@ -60,16 +61,16 @@ func TestCluster(t *testing.T) {
 		c := topoClient(t, rc)
 		require.True(t, c.PubSubSharded(), "auto mode must pick sharded pub/sub on a Redis 7 cluster")
 		slots := map[uint16]bool{}
-		var names []string
+		var picked []string
 		for i := 0; len(slots) < 200; i++ {
 			n := "slot-" + strconv.Itoa(i)
-			if !slots[rlock.Slot(n)/82] { // about 200 buckets of the slot space
-				slots[rlock.Slot(n)/82] = true
-				names = append(names, n)
+			if !slots[names.Slot(n)/82] { // about 200 buckets of the slot space
+				slots[names.Slot(n)/82] = true
+				picked = append(picked, n)
 			}
 		}
-		names = append(names, "{user42}:cart", "{user42}:orders", "x}{y}z")
-		for _, n := range names {
+		picked = append(picked, "{user42}:cart", "{user42}:orders", "x}{y}z")
+		for _, n := range picked {
 			l := c.Lock(n)
 			ok, err := l.TryLock(ctx, 0, 0)
 			require.NoError(t, err, n)
@@ -79,7 +80,7 @@ func TestCluster(t *testing.T) {
 			require.Len(t, info.Holders, 1, n)
 			require.NoError(t, l.Unlock(ctx), n)
 		}
-		assert.Equal(t, rlock.Slot("{user42}:cart"), rlock.Slot(rlock.ChannelName("{user42}:cart")))
+		assert.Equal(t, names.Slot("{user42}:cart"), names.Slot(rlock.ChannelName("{user42}:cart")))
 		for _, bad := range []string{"a{b", "{}x"} {
 			assert.ErrorIs(t, c.Lock(bad).Lock(ctx), rlock.ErrInvalidName, bad)
 		}
@@ -155,7 +156,7 @@ func TestCluster(t *testing.T) {
 		require.Eventually(t, func() bool { return waiterC.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
 
 		to := otherMaster(t, cl, name)
-		require.NoError(t, cl.MoveSlot(ctx, rlock.Slot(name), to))
+		require.NoError(t, cl.MoveSlot(ctx, names.Slot(name), to))
 		now, err := cl.MasterForKey(ctx, name)
 		require.NoError(t, err)
 		require.Equal(t, to.Addr, now.Addr)
@@ -180,7 +181,7 @@ func TestCluster(t *testing.T) {
 		me := rlock.WithOwner(ctx, 1)
 		require.NoError(t, c.Lock(name).Lock(me))
 		to := otherMaster(t, cl, name)
-		finish, err := cl.BeginMoveSlot(ctx, rlock.Slot(name), to)
+		finish, err := cl.BeginMoveSlot(ctx, names.Slot(name), to)
 		require.NoError(t, err)
 		finished := false
 		defer func() {

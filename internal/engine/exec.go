@@ -94,7 +94,7 @@ func Classify(callerCtx context.Context, err error) (Class, error) {
 	return Unknown, err
 }
 
-// ReplicaSync is Redisson's checkLockSyncedSlaves (contract 6.1): after a
+// ReplicaSync is Redisson's checkLockSyncedSlaves (PROTOCOL.md 13): after a
 // lock write, WAIT for the master's replicas on the same connection.
 type ReplicaSync struct {
 	Enabled  bool

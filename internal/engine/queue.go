@@ -8,7 +8,7 @@ import (
 	"github.com/goredisson/locks/internal/hold"
 )
 
-// cancelWait leaves a fair lock's wait queue (s.Cancel, contract 3.5) for
+// cancelWait leaves a fair lock's wait queue (s.Cancel, PROTOCOL.md 4.5) for
 // a wait of field that ended without the lock, whatever ended it: it is
 // not bounded by ctx (which may have ended) but by a command timeout, and
 // then goes on in the background, within the budget and until Close.

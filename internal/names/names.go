@@ -1,5 +1,5 @@
 // Package names builds the Redis keys and channels of Redisson's lock
-// family from an object's raw name (contract 0.2), and computes cluster
+// family from an object's raw name (PROTOCOL.md 1.3), and computes cluster
 // hash slots. It is the one CRC16 of the project: the test harness uses it
 // too.
 package names
@@ -12,16 +12,16 @@ import (
 // NumSlots is the number of hash slots in a Redis Cluster.
 const NumSlots = 16384
 
-// Prefixes of the keys and channels of Redisson's RLock (contract 1.1), and
+// Prefixes of the keys and channels of Redisson's RLock (PROTOCOL.md 2.1), and
 // of this library's own fence keys (Java never reads them).
 const (
 	LockChannelPrefix   = "redisson_lock__channel"
-	RWLockChannelPrefix = "redisson_rwlock"     // the read-write lock's channel (contract 4.1)
-	TokenPrefix         = "redisson_lock_token" // the fenced lock's token (contract 5.2)
+	RWLockChannelPrefix = "redisson_rwlock"     // the read-write lock's channel (PROTOCOL.md 5.1)
+	TokenPrefix         = "redisson_lock_token" // the fenced lock's token (PROTOCOL.md 7)
 	FencePrefix         = "goredisson_fence"
-	QueuePrefix         = "redisson_lock_queue"   // the fair lock's wait queue (contract 3.1)
-	TimeoutPrefix       = "redisson_lock_timeout" // the fair lock's reservations (contract 3.1)
-	SemaphorePrefix     = "redisson_sc"           // the semaphores' channel (contract 5.5, 5.6)
+	QueuePrefix         = "redisson_lock_queue"   // the fair lock's wait queue (PROTOCOL.md 4.1)
+	TimeoutPrefix       = "redisson_lock_timeout" // the fair lock's reservations (PROTOCOL.md 4.1)
+	SemaphorePrefix     = "redisson_sc"           // the semaphores' channel (PROTOCOL.md 10, 11)
 	LatchChannelPrefix  = "redisson_countdownlatch__channel__"
 	RecordPrefix        = "goredisson_ops" // this library's record keys (Java never reads them)
 )
@@ -35,8 +35,8 @@ func SemaphoreChannel(name string) string { return Prefix(SemaphorePrefix, name)
 func PermitTimeouts(name string) string { return Suffix(name, "timeout") }
 
 // LatchChannel returns the channel of the count-down latch called name:
-// "redisson_countdownlatch__channel__{<name>}", braces always (contract
-// 5.7: no Prefix rule).
+// "redisson_countdownlatch__channel__{<name>}", braces always (PROTOCOL.md
+// 12: no Prefix rule).
 func LatchChannel(name string) string { return LatchChannelPrefix + "{" + name + "}" }
 
 // Record returns the record key of the client clientID's recorded calls on
@@ -82,7 +82,7 @@ func Token(name string) string { return Prefix(TokenPrefix, name) }
 
 // ReadTimeoutPrefix returns the prefix of the read hold timeout keys of
 // the owner field on the read-write lock called name,
-// "{<name>}:<field>:rwlock_timeout" (Suffix rules; contract 4.1).
+// "{<name>}:<field>:rwlock_timeout" (Suffix rules; PROTOCOL.md 5.1).
 func ReadTimeoutPrefix(name, field string) string { return Suffix(name, field+":rwlock_timeout") }
 
 // KeyPrefix returns the part of every read timeout prefix before the
