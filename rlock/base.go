@@ -180,7 +180,8 @@ func (l *base) Unlock(ctx context.Context) error {
 	}
 	since := l.c.table.Since(hold.Key{Kind: l.spec.Kind, Name: l.name, Field: field})
 	n, err := l.c.eng.Unlock(ctx, l.spec, field)
-	ev := ReleaseEvent{Kind: l.kind, Name: l.name, Last: err == nil && n == 0, Err: err}
+	// A release no replica acknowledged still ran: its hold ended.
+	ev := ReleaseEvent{Kind: l.kind, Name: l.name, Last: n == 0 && (err == nil || errors.Is(err, ErrNoSyncedReplicas)), Err: err}
 	if ev.Last && !since.IsZero() {
 		ev.Held = time.Since(since)
 	}

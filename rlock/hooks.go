@@ -73,7 +73,7 @@ type ReleaseEvent struct {
 type RenewEvent struct {
 	Kind    string // KindLock (plain, spin, fenced, non-reentrant, fair), KindReadLock or KindWriteLock
 	Renewed int    // holds renewed
-	Gone    int    // holds Redis no longer had (lost)
+	Gone    int    // holds whose field Redis no longer had: lost ones (the Lost hook reports each) or ones whose Unlock raced the renewal
 	Failed  int    // holds whose renewal failed (Redis unreachable or refusing)
 }
 

@@ -14,6 +14,8 @@
 //	rlock.release.count     counter    unlocks [kind, result, name]
 //	rlock.hold.duration     histogram  s, from a hold's first acquisition to its last unlock [kind, name]
 //	rlock.renewal.count     counter    watchdog renewals [kind, result: renewed, gone, failed]
+//	                                   (gone: Redis no longer had the field, lost or unlocked meanwhile;
+//	                                   the lost ones are in rlock.lost.count)
 //	rlock.lost.count        counter    holds that ended without their owner's unlock [kind, cause, name]
 //	rlock.holds             gauge      hold records of the observed clients (holds and calls under way)
 //	rlock.holds.renewing    gauge      holds the watchdog renews
@@ -60,7 +62,6 @@ type Metrics struct {
 
 	mu      sync.Mutex
 	clients map[*rlock.Client]int
-	reg     metric.Registration
 }
 
 // New creates the instruments on mp's meter for ScopeName.
@@ -91,6 +92,12 @@ func New(mp metric.MeterProvider, opts ...Option) (*Metrics, error) {
 	m.waiters, err = m.meter.Int64ObservableGauge("rlock.waiters", metric.WithDescription("Calls waiting for a lock or permits"), metric.WithUnit("{call}"))
 	add(err)
 	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	// Registered once, never under m.mu: a collection holds the SDK's
+	// lock while the callback takes m.mu, so registering under m.mu
+	// could deadlock with it.
+	if _, err := m.meter.RegisterCallback(m.observe, m.holds, m.renewing, m.waiters); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -160,17 +167,12 @@ func (m *Metrics) lose(e rlock.LostEvent) {
 }
 
 // Observe adds c's holds and waiters (Client.Stats) to the gauges, until
-// the returned function is called.
+// the returned function is called. With no client observed the gauges
+// read 0.
 func (m *Metrics) Observe(c *rlock.Client) (stop func()) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.clients[c]++
-	if m.reg == nil {
-		reg, err := m.meter.RegisterCallback(m.observe, m.holds, m.renewing, m.waiters)
-		if err == nil {
-			m.reg = reg
-		}
-	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
@@ -178,10 +180,6 @@ func (m *Metrics) Observe(c *rlock.Client) (stop func()) {
 			defer m.mu.Unlock()
 			if m.clients[c]--; m.clients[c] <= 0 {
 				delete(m.clients, c)
-			}
-			if len(m.clients) == 0 && m.reg != nil {
-				_ = m.reg.Unregister()
-				m.reg = nil
 			}
 		})
 	}

@@ -207,7 +207,49 @@ func TestLockNames(t *testing.T) {
 	data := collected(t, reader)
 	assert.Equal(t, int64(1), sum(t, data, "rlock.acquire.count", attribute.String("kind", rlock.KindFairLock), attribute.String("name", "named")))
 	assert.Equal(t, int64(1), sum(t, data, "rlock.release.count", attribute.String("kind", rlock.KindFairLock), attribute.String("name", "named")))
-	if _, ok := data["rlock.waiters"]; ok {
-		t.Error("gauges without an observed client")
+	assert.Equal(t, int64(0), gauge(t, data, "rlock.holds"), "no client observed")
+}
+
+// TestObserveWhileCollecting: observing and un-observing clients while the
+// SDK collects never deadlocks (Observe registered the callback under its
+// own mutex, which the callback takes under the SDK's lock).
+func TestObserveWhileCollecting(t *testing.T) {
+	srv := redistest.Standalone(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	m, err := rlockotel.New(mp)
+	require.NoError(t, err)
+	rc, err := srv.Client()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	c, err := rlock.New(rc, rlock.WithHooks(m.Hooks()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 20000 {
+			m.Observe(c)()
+		}
+	}()
+	collecting := make(chan struct{})
+	go func() {
+		defer close(collecting)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			var rm metricdata.ResourceMetrics
+			_ = reader.Collect(context.Background(), &rm)
+		}
+	}()
+	select {
+	case <-done:
+		<-collecting
+	case <-time.After(30 * time.Second):
+		t.Fatal("Observe and Collect deadlocked")
 	}
 }

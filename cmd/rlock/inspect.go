@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/goredisson/locks/internal/names"
 	"github.com/goredisson/locks/rlock"
 	"github.com/goredisson/locks/scripts"
 )
@@ -105,6 +106,16 @@ func inspect(ctx context.Context, c *conn, name string) (object, error) {
 	o := object{Name: name}
 	keys := []string{name, rlock.FairQueueName(name), rlock.FairTimeoutName(name), rlock.TokenName(name), rlock.PermitTimeoutName(name)}
 	chans := []string{rlock.ChannelName(name), rlock.RWLockChannelName(name), rlock.SemaphoreChannelName(name), rlock.LatchChannelName(name)}
+	if rc.Mode() == rueidis.ClientModeCluster {
+		// One script reads every key: on a cluster they must share a
+		// slot, which a name with "{" but no usable hash tag breaks (and
+		// rueidis panics on a cross-slot command).
+		for _, k := range keys[1:] {
+			if names.Slot(k) != names.Slot(name) {
+				return o, fmt.Errorf("%w: %q: its keys would fall in different cluster slots; a name containing '{' must carry a complete, non-empty hash tag such as \"{user42}:cart\"", rlock.ErrInvalidName, name)
+			}
+		}
+	}
 	res := scripts.Inspect.Exec(ctx, rc, keys, nil)
 	o.ReadAt = time.Now()
 	arr, err := res.ToArray()
@@ -114,11 +125,7 @@ func inspect(ctx context.Context, c *conn, name string) (object, error) {
 	if len(arr) != 8 {
 		return o, fmt.Errorf("%q: inspect replied %d elements, want 8", name, len(arr))
 	}
-	numsub := rc.B().PubsubNumsub().Channel(chans...).Build()
-	if c.locks.PubSubSharded() {
-		numsub = rc.B().PubsubShardnumsub().Channel(chans...).Build()
-	}
-	subs, err := rc.Do(ctx, numsub).AsIntMap()
+	subs, err := subscribers(ctx, c, chans)
 	if err != nil {
 		return o, fmt.Errorf("%q: %w", name, err)
 	}
@@ -206,6 +213,40 @@ func inspect(ctx context.Context, c *conn, name string) (object, error) {
 		o.Kind = kindOther
 	}
 	return o, nil
+}
+
+// subscribers counts each channel's subscribers: one PUBSUB NUMSUB, or in
+// sharded mode one PUBSUB SHARDNUMSUB per slot (a latch's channel, always
+// braced, may hash apart from the others).
+func subscribers(ctx context.Context, c *conn, chans []string) (map[string]int64, error) {
+	rc := c.rc
+	if !c.locks.PubSubSharded() {
+		return rc.Do(ctx, rc.B().PubsubNumsub().Channel(chans...).Build()).AsIntMap()
+	}
+	bySlot := map[uint16][]string{}
+	var slots []uint16
+	for _, ch := range chans {
+		s := names.Slot(ch)
+		if bySlot[s] == nil {
+			slots = append(slots, s)
+		}
+		bySlot[s] = append(bySlot[s], ch)
+	}
+	cmds := make(rueidis.Commands, len(slots))
+	for i, s := range slots {
+		cmds[i] = rc.B().PubsubShardnumsub().Channel(bySlot[s]...).Build()
+	}
+	out := map[string]int64{}
+	for _, r := range rc.DoMulti(ctx, cmds...) {
+		m, err := r.AsIntMap()
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out, nil
 }
 
 // parseHolder splits "<clientId>:<ownerId>[:write]"; a field of another

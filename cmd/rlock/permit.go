@@ -96,8 +96,15 @@ func (p *permitHold) keep(id string, cancel context.CancelCauseFunc, stop, done 
 		}
 		return
 	}
-	ok := sent // the earliest start of the lease now set
-	tick := time.NewTicker(lease / 3)
+	// ok is the send time of the last renewal that took: the lease it set
+	// runs out no earlier than ok + lease. A renewal is tried every third
+	// of the lease, each bounded by a sixth; once the next one would come
+	// too late, the permit is reported lost, at least a sixth of the lease
+	// before another process can take it (as the lock watchdog reports
+	// before the lease can run out).
+	ok := sent
+	period := lease / 3
+	tick := time.NewTicker(period)
 	defer tick.Stop()
 	for {
 		select {
@@ -105,7 +112,7 @@ func (p *permitHold) keep(id string, cancel context.CancelCauseFunc, stop, done 
 			return
 		case <-tick.C:
 		}
-		ctx, cancelCtx := context.WithTimeout(context.Background(), lease/3)
+		ctx, cancelCtx := context.WithTimeout(context.Background(), lease/6)
 		at := time.Now()
 		renewed, err := p.s.UpdateLeaseTime(ctx, id, lease)
 		cancelCtx()
@@ -115,8 +122,8 @@ func (p *permitHold) keep(id string, cancel context.CancelCauseFunc, stop, done 
 		case err == nil:
 			cancel(fmt.Errorf("%w: the permit %s of semaphore %q is gone (expired or released elsewhere)", rlock.ErrLockLost, id, p.name))
 			return
-		case time.Since(ok) >= lease:
-			cancel(fmt.Errorf("%w: the permit %s of semaphore %q could not be renewed within its lease: %v", rlock.ErrLockLost, id, p.name, err))
+		case time.Since(ok)+period >= lease:
+			cancel(fmt.Errorf("%w: the permit %s of semaphore %q could not be renewed before its lease could run out: %v", rlock.ErrLockLost, id, p.name, err))
 			return
 		}
 	}
@@ -151,8 +158,8 @@ func (p *permitHold) HoldContext(context.Context) (context.Context, error) {
 	if p.ctx == nil {
 		return nil, errors.New("no permit held")
 	}
-	if p.ctx.Err() != nil && errors.Is(context.Cause(p.ctx), rlock.ErrLeaseExpired) {
-		return nil, rlock.ErrNotHeld
+	if p.ctx.Err() != nil {
+		return nil, fmt.Errorf("%w: %w", rlock.ErrNotHeld, context.Cause(p.ctx))
 	}
 	return p.ctx, nil
 }

@@ -297,7 +297,16 @@ func cmdUnlock(g *globals, args []string) int {
 		var held bool
 		var err error
 		switch {
-		case ierr == nil && o.Kind != kindFree && o.Kind != kindLock && o.Kind != kindFair && o.Kind != kindRW && o.Kind != kindFenced:
+		case ierr != nil:
+			// Without knowing the kind, a DEL could wipe a semaphore or
+			// latch: leave the name alone.
+			cancel()
+			g.errorf("%s: not force-unlocked: cannot tell what it is: %v", name, ierr)
+			if ec := errorCode(ierr); ec == exitUnavailable || code == exitOK {
+				code = ec
+			}
+			continue
+		case o.Kind != kindFree && o.Kind != kindLock && o.Kind != kindFair && o.Kind != kindRW && o.Kind != kindFenced:
 			cancel()
 			why := "it is a " + o.Kind + ", not a lock (" + o.summary() + ")"
 			if o.Kind == kindOther {
@@ -308,14 +317,14 @@ func cmdUnlock(g *globals, args []string) int {
 				code = exitSoftware
 			}
 			continue
-		case ierr == nil && o.Kind == kindRW && o.Mode == "read":
+		case o.Kind == kindRW && o.Mode == "read":
 			// Deletes the hash and publishes on the read-write lock's
 			// channel, where its waiters listen; each half deletes a
 			// hash only in its own mode.
 			held, err = c.locks.ReadWriteLock(name).ReadLock().ForceUnlock(ctx)
-		case ierr == nil && o.Kind == kindRW:
+		case o.Kind == kindRW:
 			held, err = c.locks.ReadWriteLock(name).WriteLock().ForceUnlock(ctx)
-		case ierr == nil && o.Kind == kindFair:
+		case o.Kind == kindFair:
 			// Also wakes the first queued waiter on its own channel.
 			held, err = c.locks.FairLock(name).ForceUnlock(ctx)
 		default:
@@ -328,7 +337,7 @@ func cmdUnlock(g *globals, args []string) int {
 			if ec := errorCode(err); ec == exitUnavailable || code == exitOK {
 				code = ec
 			}
-		case held && ierr == nil && o.held():
+		case held && o.held():
 			fmt.Fprintf(g.stdout, "%s: was held by %s; force-unlocked\n", name, holdersPhrase(o))
 		case held:
 			fmt.Fprintf(g.stdout, "%s: was held; force-unlocked\n", name)

@@ -67,6 +67,7 @@ type Hold struct {
 	recv     time.Time     // when the reply that set it was read
 	timer    *time.Timer   // the end of a lease that is not renewed
 	expired  bool          // the lease ran out by this client's clock; Redis may still hold it
+	reported bool          // the end handler was told this hold ended (once per hold)
 
 	releasing int    // unlocks in flight: a renewal that finds the field gone is their doing
 	inflight  *Round // the renewal round that includes this hold, if any
@@ -218,6 +219,7 @@ func (t *Table) Acquired(h *Hold, count int, lease time.Duration, sent, recv tim
 		// record is stale and starts again).
 		t.endLocked(h, ErrLockLost, true)
 		h.gen++
+		h.reported = false
 		h.since = sent
 		h.watchdog = 0
 		h.lease = 0
@@ -325,7 +327,7 @@ func (t *Table) Observe(h *Hold, count int) {
 			// The fixed lease ran out: that is why it is gone, even
 			// if the lease timer has not run yet (a late timer on a
 			// busy machine must not turn an expiry into a loss).
-			t.endLocked(h, fmt.Errorf("%w: %q", ErrLeaseExpired, h.key.Name), !h.expired)
+			t.endLocked(h, fmt.Errorf("%w: %q", ErrLeaseExpired, h.key.Name), true)
 			return
 		}
 		t.endLocked(h, fmt.Errorf("%w: %q: the hold is gone (expired or force-unlocked)", ErrLockLost, h.key.Name), true)
@@ -337,6 +339,7 @@ func (t *Table) Observe(h *Hold, count int) {
 	if h.count == 0 {
 		h.watchdog = 0
 		h.set, h.recv = time.Now(), time.Now()
+		h.since = h.set // when it was found: it began unnoticed
 	}
 	h.count = count
 	t.armLocked(h)
@@ -501,7 +504,10 @@ func (t *Table) fireLocked(h *Hold, cause error, report bool) {
 			}
 		})
 	}
-	if report && t.onEnd != nil && !errors.Is(cause, ErrUnlocked) && !errors.Is(cause, ErrClosed) {
+	// One report per hold: an abandoned hold whose lease then runs out,
+	// or an expiry an unlock confirms, has ended once.
+	if report && !h.reported && t.onEnd != nil && !errors.Is(cause, ErrUnlocked) && !errors.Is(cause, ErrClosed) {
+		h.reported = true
 		k := h.key
 		t.n.post(func() { t.onEnd(k, cause) })
 	}

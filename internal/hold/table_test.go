@@ -114,3 +114,46 @@ func TestReleasedEndsHoldContextsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestOneEndReportPerHold: a hold abandoned (renewals failed, or an unlock
+// failed) and whose lease then runs out ended once: the end handler hears
+// of it once (it heard twice, which counted one lost lock as two).
+func TestOneEndReportPerHold(t *testing.T) {
+	ends := make(chan error, 4)
+	tab := New(time.Second, func(_ Key, err error) { ends <- err })
+	defer tab.Close()
+	k := Key{Kind: 1, Name: "x", Field: "c:1"}
+	h, err := tab.Use(context.Background(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab.Acquired(h, 1, 20*time.Millisecond, time.Now(), time.Now())
+	tab.Abandon(h, ErrLockLost)
+	tab.Done(h)
+	if err := <-ends; !errors.Is(err, ErrLockLost) {
+		t.Fatalf("first report: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for tab.Held(k) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned hold's record never ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-ends:
+		t.Fatalf("a second report for one hold: %v", err)
+	default:
+	}
+	// The next hold of the same record is reported again.
+	h, err = tab.Use(context.Background(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab.Acquired(h, 1, time.Hour, time.Now(), time.Now())
+	tab.Observe(h, 0)
+	tab.Done(h)
+	if err := <-ends; !errors.Is(err, ErrLockLost) {
+		t.Fatalf("the next hold's end: %v", err)
+	}
+}
