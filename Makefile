@@ -11,9 +11,9 @@ APT      := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get
 TESTARGS ?=
 # Modules of their own, so that the library's go.mod carries only what the
 # library and its tests import: the benchmarks with their peers, the
-# harness' Docker fallback (testcontainers-go), and the OpenTelemetry
-# metrics adapter.
-SUBMODULES := bench tools/redisdocker rlockotel
+# harness' Docker fallback (testcontainers-go), the OpenTelemetry metrics
+# adapter, and the users' test helper (miniredis).
+SUBMODULES := bench tools/redisdocker rlockotel rlocktest
 
 .PHONY: all deps deps-redis deps-java interop-build test fuzz stress demo bench lint
 

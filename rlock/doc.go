@@ -72,6 +72,13 @@
 // WithOwner(ctx, id): any int64, like the threadId of Redisson's async
 // methods. Owners are scoped by Client: two Clients never share an owner.
 //
+// A goroutine that returns while it holds a lock leaves the lock held, as a
+// Java thread that ends without unlock does: no other goroutine is its owner,
+// so only [Lock.ForceUnlock] (or rlock unlock --force) frees it early. A
+// watchdog lease is renewed as long as the Client lives (bound it with
+// [WithWatchdogMaxHold]); a fixed lease runs out; after [Client.Close] or the
+// process's death, the lock expires one lease later. Unlock in a defer.
+//
 // # Leases and the watchdog
 //
 // Lock, and TryLock with lease <= 0, take a watchdog lease: the key expires
