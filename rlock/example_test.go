@@ -283,3 +283,54 @@ func ExampleCountDownLatch() {
 		log.Fatal(err)
 	}
 }
+
+func ExampleNonReentrantFairLock() {
+	locks := exampleClient()
+	defer locks.Close()
+	ctx := context.Background()
+
+	// redisson.getNonReentrantFairLock("queue:jobs") (Redisson 4.4+):
+	// first come, first served, and a second Lock by the holder fails.
+	l := locks.NonReentrantFairLock("queue:jobs")
+	if err := l.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	if err := l.Lock(ctx); errors.Is(err, rlock.ErrAlreadyHeld) {
+		fmt.Println("already held by this owner")
+	}
+}
+
+func ExampleSyncLocker() {
+	locks := exampleClient()
+	defer locks.Close()
+
+	// For code that takes a sync.Locker: Lock and Unlock panic on an
+	// error, as sync.Locker has no way to return one.
+	mu := rlock.SyncLocker(context.Background(), locks.Lock("cache:refresh"))
+	mu.Lock()
+	defer mu.Unlock()
+}
+
+func ExampleWithHooks() {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:6379"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Count lost holds (rlockotel.New(meterProvider).Hooks() gives
+	// OpenTelemetry instruments for every event).
+	locks, err := rlock.New(rc, rlock.WithHooks(rlock.Hooks{
+		Lost: func(e rlock.LostEvent) {
+			log.Printf("lost %s lock %q: %v", e.Kind, e.Name, e.Err)
+		},
+		Acquire: func(e rlock.AcquireEvent) {
+			if e.Outcome == rlock.NotAcquired && e.Wait > time.Second {
+				log.Printf("waited %v for %q in vain", e.Wait, e.Name)
+			}
+		},
+	}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locks.Close()
+}
