@@ -13,14 +13,23 @@ const (
 	TTLNoExpiry  = -1 * time.Millisecond // the key exists without an expiry
 )
 
-// Lock is a reentrant lock in Redisson's RLock format: a Redis hash named
-// after the lock whose one field, "<clientId>:<ownerId>", counts the
-// owner's nested acquisitions. A Java service that calls
-// redisson.getLock(name) on the same Redis sees and respects it, and the
-// other way round.
+// Lock is a reentrant distributed lock. At most one owner holds it at a
+// time, among every Client and every Java Redisson service on the same
+// Redis, as long as the holder's lease lives on the Redis master (see the
+// package doc's guarantees and limits); an owner may take it again while it
+// holds it, and must then unlock as many times. The hold ends at the
+// owner's last [Lock.Unlock], when its lease runs out (a fixed lease, or a
+// watchdog lease the Client could not renew), or at a [Lock.ForceUnlock];
+// [Lock.HoldContext] tells the holder. No order among waiters is promised
+// ([FairLock] gives one).
+//
+// Its format is Redisson's RLock: a Redis hash named after the lock whose
+// one field, "<clientId>:<ownerId>", counts the owner's nested
+// acquisitions. A Java service that calls redisson.getLock(name) on the
+// same Redis sees and respects it, and the other way round.
 //
 // A Lock is safe for use by many goroutines at once. The owner of each call
-// is the calling goroutine, or the id set with WithOwner on its context.
+// is the calling goroutine, or the id set with [WithOwner] on its context.
 type Lock struct{ base }
 
 // lockVariant selects the plain lock's relatives that share its data.
