@@ -327,6 +327,31 @@ func TestFaultMatrix(t *testing.T) {
 				settled(t, e, name)
 			})
 
+			if !k.shared { // a read lock member is taken with the lease itself
+				t.Run(k.name+"/member lease/"+ruleName(rule), func(t *testing.T) {
+					// A MultiLock with a wait and a lease takes its members
+					// with twice the wait and then sets the lease on each
+					// (expire.lua, Redisson's PEXPIRE of the members).
+					e := newMatrixEnv(t, srv)
+					name := fmt.Sprintf("fm-%s-expire-%s", k.name, ruleName(rule))
+					ml := rlock.NewMultiLock(k.lock(e.c, name))
+					r := rule
+					r.Match = isScript(scripts.Expire)
+					e.faulty.Inject(r)
+					ok, err := ml.TryLock(me, time.Second, 20*time.Second)
+					require.NoError(t, err, "the fault must be absorbed")
+					require.True(t, ok)
+					e.faulty.WaitLate()
+					assert.Equal(t, int64(1), count(e, name))
+					ttl := doInt(t, e.srv, "PTTL", name)
+					assert.Greater(t, ttl, int64(2*time.Second/time.Millisecond), "the member got the lease, not twice the wait")
+					assert.LessOrEqual(t, ttl, int64(20*time.Second/time.Millisecond))
+					excluded(t, e, name)
+					require.NoError(t, ml.Unlock(me))
+					settled(t, e, name)
+				})
+			}
+
 			t.Run(k.name+"/renewal/"+ruleName(rule), func(t *testing.T) {
 				e := newMatrixEnv(t, srv, rlock.WithWatchdogTimeout(900*time.Millisecond))
 				name := fmt.Sprintf("fm-%s-renew-%s", k.name, ruleName(rule))
