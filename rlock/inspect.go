@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/goredisson/locks/internal/owner"
 )
 
 // Holder is one owner field of a lock hash.
@@ -79,11 +80,6 @@ func (l *base) Inspect(ctx context.Context) (Info, error) {
 func parseHolder(field, value string) Holder {
 	h := Holder{Field: field}
 	h.Count, _ = strconv.Atoi(value)
-	f := strings.TrimSuffix(field, ":write")
-	if i := strings.LastIndexByte(f, ':'); i > 0 {
-		if id, err := strconv.ParseInt(f[i+1:], 10, 64); err == nil {
-			h.ClientID, h.OwnerID = f[:i], id
-		}
-	}
+	h.ClientID, h.OwnerID, _ = owner.ParseField(field)
 	return h
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/goredisson/locks/internal/names"
+	"github.com/goredisson/locks/internal/owner"
 	"github.com/goredisson/locks/rlock"
 	"github.com/goredisson/locks/scripts"
 )
@@ -254,12 +255,7 @@ func subscribers(ctx context.Context, c *conn, chans []string) (map[string]int64
 func parseHolder(field, value string) rlock.Holder {
 	h := rlock.Holder{Field: field}
 	h.Count, _ = strconv.Atoi(value)
-	f := strings.TrimSuffix(field, ":write")
-	if i := strings.LastIndexByte(f, ':'); i > 0 {
-		if id, err := strconv.ParseInt(f[i+1:], 10, 64); err == nil {
-			h.ClientID, h.OwnerID = f[:i], id
-		}
-	}
+	h.ClientID, h.OwnerID, _ = owner.ParseField(field)
 	return h
 }
 

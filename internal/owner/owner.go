@@ -7,6 +7,8 @@ package owner
 import (
 	"context"
 	"runtime"
+	"strconv"
+	"strings"
 )
 
 type key struct{}
@@ -42,4 +44,20 @@ func slowGoroutineID() int64 {
 		id = id*10 + int64(b[i]-'0')
 	}
 	return id
+}
+
+// ParseField splits a Redisson hash field "<clientId>:<ownerId>", or a
+// write lock's "<clientId>:<ownerId>:write"; ok is false for a field of
+// another shape.
+func ParseField(field string) (clientID string, ownerID int64, ok bool) {
+	f := strings.TrimSuffix(field, ":write")
+	i := strings.LastIndexByte(f, ':')
+	if i <= 0 {
+		return "", 0, false
+	}
+	id, err := strconv.ParseInt(f[i+1:], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return f[:i], id, true
 }

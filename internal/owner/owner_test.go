@@ -51,3 +51,26 @@ func BenchmarkSlowGoroutineID(b *testing.B) {
 		slowGoroutineID()
 	}
 }
+
+func TestParseField(t *testing.T) {
+	for field, want := range map[string]struct {
+		client string
+		id     int64
+		ok     bool
+	}{
+		"0b6c7d2e-9f3a-4e1b-8c5d-1a2b3c4d5e6f:57":       {"0b6c7d2e-9f3a-4e1b-8c5d-1a2b3c4d5e6f", 57, true},
+		"0b6c7d2e-9f3a-4e1b-8c5d-1a2b3c4d5e6f:57:write": {"0b6c7d2e-9f3a-4e1b-8c5d-1a2b3c4d5e6f", 57, true},
+		"c:-3":   {"c", -3, true},
+		"mode":   {"", 0, false},
+		":5":     {"", 0, false},
+		"c:x":    {"", 0, false},
+		"":       {"", 0, false},
+		"a:b:c":  {"", 0, false},
+		"a:1:rd": {"", 0, false},
+	} {
+		c, id, ok := ParseField(field)
+		if c != want.client || id != want.id || ok != want.ok {
+			t.Errorf("ParseField(%q) = %q, %d, %v; want %q, %d, %v", field, c, id, ok, want.client, want.id, want.ok)
+		}
+	}
+}
