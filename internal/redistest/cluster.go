@@ -55,8 +55,8 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*RedisCluster, error)
 	if cfg.NodeTimeout <= 0 {
 		cfg.NodeTimeout = 2 * time.Second
 	}
-	if _, err := exec.LookPath("redis-cli"); err != nil {
-		return nil, fmt.Errorf("redistest: cluster: redis-cli not found on PATH; %s: %w", installHint, err)
+	if _, err := exec.LookPath(cliBinary()); err != nil {
+		return nil, fmt.Errorf("redistest: cluster: %s not found on PATH; %s: %w", cliBinary(), installHint, err)
 	}
 	ctx, cancel := defaultTimeout(ctx, time.Minute)
 	defer cancel()
@@ -82,8 +82,8 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*RedisCluster, error)
 
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
 	args = append(args, "--cluster-replicas", strconv.Itoa(cfg.ReplicasPerMaster), "--cluster-yes")
-	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
-		return fail(fmt.Errorf("redis-cli %s: %w\n%s", strings.Join(args, " "), err, tail(string(out), 30)))
+	if out, err := exec.CommandContext(ctx, cliBinary(), args...).CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("%s %s: %w\n%s", cliBinary(), strings.Join(args, " "), err, tail(string(out), 30)))
 	}
 	if err := c.WaitHealthy(ctx); err != nil {
 		return fail(err)

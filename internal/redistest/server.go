@@ -49,7 +49,8 @@ type Config struct {
 	// start and passed as the config file (Sentinel rewrites it, so a
 	// Restart keeps the Sentinel's state).
 	ConfigText string
-	// Binary is the server binary; default "redis-server".
+	// Binary is the server binary; default "redis-server" ("valkey-server"
+	// when REDISTEST_FLAVOR=valkey).
 	Binary string
 	// StartTimeout bounds the wait for the first reply; default 10s.
 	StartTimeout time.Duration
@@ -63,8 +64,26 @@ func (c Config) binary() string {
 	if c.Binary != "" {
 		return c.Binary
 	}
-	return "redis-server"
+	return Flavor() + "-server"
 }
+
+// EnvFlavor selects the server the harness starts: "redis" (the default)
+// runs redis-server and redis-cli, "valkey" runs valkey-server and
+// valkey-cli (make deps-valkey puts Valkey's in bin/valkey; make test runs
+// the lock suites on both).
+const EnvFlavor = "REDISTEST_FLAVOR"
+
+// Flavor is the server flavor of this run: "redis" or "valkey".
+func Flavor() string {
+	if os.Getenv(EnvFlavor) == "valkey" {
+		return "valkey"
+	}
+	return "redis"
+}
+
+// cliBinary is the command-line client of the flavor (cluster creation,
+// slot moves).
+func cliBinary() string { return Flavor() + "-cli" }
 
 type kind int
 
