@@ -418,9 +418,11 @@ func (c *Client) onEnd(k hold.Key, cause error) {
 
 // renew is the watchdog's renewer: one script call per batch (renew.lua
 // for plain and write holds, renew_read.lua for read holds, which also
-// extends their timeout keys), pipelined in chunks (or one synced call per
-// batch with replica sync), each batch retried while Redis refuses it or
-// its reply is lost (renewal is idempotent) until ctx ends.
+// extends their timeout keys), pipelined in chunks without WAIT, each batch
+// retried while Redis refuses it or its reply is lost (renewal is
+// idempotent) until ctx ends; with replica sync, syncRenewals then waits
+// once per slot for the replicas (Redisson WAITs on each renewal call; a
+// lagging replica here never delays a renewal).
 func (c *Client) renew(ctx context.Context, kind hold.Kind, batches [][]hold.Key) []watchdog.Result {
 	script := scripts.Renew
 	if kind == kindRead {

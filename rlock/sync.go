@@ -15,10 +15,12 @@ const (
 	DefaultReplicaSyncDelay    = time.Second
 )
 
-// WithReplicaSync makes every lock write (acquire, unlock, force unlock,
-// renewal) wait, on the same connection, until the master's replicas
-// acknowledge it (WAIT <connected replicas> <timeout>), like Redisson's
-// checkLockSyncedSlaves and syncedEval. When none acknowledges, an
+// WithReplicaSync makes every lock write (acquire, unlock, force unlock)
+// wait, on the same connection, until the master's replicas acknowledge it
+// (WAIT <connected replicas> <timeout>), like Redisson's
+// checkLockSyncedSlaves and syncedEval; renewals are pipelined without
+// WAIT and followed by one WAIT per slot, whose outcome is only logged (a
+// renewal is idempotent and sent again next period). When none acknowledges, an
 // acquisition is released again and retried up to attempts times, spaced
 // by a random delay in [delay, 2*delay]; then it fails with
 // ErrNoSyncedReplicas. An unlock or force unlock is never run again: the
