@@ -269,12 +269,15 @@ func waitSubscribers(t *testing.T, rc rueidis.Client, ch string, sharded bool, n
 		10*time.Second, 5*time.Millisecond, "expected %d subscribers on %s (sharded %v)", n, ch, sharded)
 }
 
-// waitGoWaiters waits until c has at least n waiters (subscribed, in the
-// acquire loop).
+// waitGoWaiters waits until c has at least n waiters parked in their wait
+// (after an attempt that found the lock taken).
 func waitGoWaiters(t *testing.T, c *rlock.Client, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return c.Stats().Waiters >= n },
-		10*time.Second, 5*time.Millisecond, "expected %d Go waiters", n)
+	// Parked, not merely subscribed: a waiter between its subscription and
+	// its next attempt would take a lock freed now without any message
+	// (the ModeMismatch test failed so on Valkey).
+	require.Eventually(t, func() bool { return c.Stats().Parked >= n },
+		10*time.Second, time.Millisecond, "expected %d Go waiters", n)
 }
 
 // ---- asynchronous calls with completion times ----

@@ -34,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -72,6 +73,8 @@ type Hub struct {
 	markGone context.CancelFunc
 	stop     context.Context // cancelled by Close
 	stopFn   context.CancelFunc
+
+	parked atomic.Int64 // waiters inside Sub.Wait, for Parked
 }
 
 // New returns a Hub that subscribes through client; with sharded it uses
@@ -244,6 +247,8 @@ func (s *Sub) Wait(ctx context.Context, d time.Duration) (bool, error) {
 	}
 	e.waiters = append(e.waiters, s)
 	e.mu.Unlock()
+	e.hub.parked.Add(1)
+	defer e.hub.parked.Add(-1)
 
 	var timeout <-chan time.Time
 	if d >= 0 {
@@ -677,6 +682,10 @@ func (h *Hub) Stats() (channels, subs int) {
 	}
 	return len(h.entries), subs
 }
+
+// Parked returns the number of waiters parked in Wait, waiting for a
+// message (a waiter between its attempt and its Wait is not counted).
+func (h *Hub) Parked() int { return int(h.parked.Load()) }
 
 // Close unsubscribes every channel, wakes every waiter with ErrClosed and
 // waits for the receive loops to end. Further Subscribes fail with ErrClosed.

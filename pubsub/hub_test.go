@@ -326,3 +326,17 @@ func TestPolicies(t *testing.T) {
 		assert.False(t, s.LatchShut(m), "a '0' opens")
 	})
 }
+
+// TestParked: Parked counts the waiters inside Wait, not the shares that
+// merely hold a subscription.
+func TestParked(t *testing.T) {
+	e := newEnv(t)
+	s, err := e.hub.Subscribe(context.Background(), "parked")
+	require.NoError(t, err)
+	defer s.Release()
+	assert.Equal(t, 0, e.hub.Parked(), "subscribed, not waiting")
+	_, stop := waiters(t, e, "parked", 3)
+	require.Eventually(t, func() bool { return e.hub.Parked() == 3 }, 5*time.Second, time.Millisecond)
+	stop()
+	assert.Equal(t, 0, e.hub.Parked())
+}

@@ -347,6 +347,7 @@ func (c *Client) Close() error {
 type Stats struct {
 	Subscriptions int // channels subscribed to (one per lock name waited on)
 	Waiters       int // calls waiting for a lock
+	Parked        int // of those, the ones parked until a message (or their timeout) after an attempt
 	Renewing      int // holds the watchdog renews
 	Holds         int // records in the hold table (holds, and operations under way)
 }
@@ -356,7 +357,7 @@ type Stats struct {
 func (c *Client) Stats() Stats {
 	ch, subs := c.hub.Stats()
 	records, renewing := c.table.Stats()
-	return Stats{Subscriptions: ch, Waiters: subs, Renewing: renewing, Holds: records}
+	return Stats{Subscriptions: ch, Waiters: subs, Parked: c.hub.Parked(), Renewing: renewing, Holds: records}
 }
 
 // Lock returns the lock called name, like Redisson's getLock(name): the
