@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/goredisson/locks/internal/engine"
 	"github.com/goredisson/locks/internal/hold"
 	"github.com/goredisson/locks/internal/names"
+	"github.com/goredisson/locks/internal/owner"
 	"github.com/goredisson/locks/pubsub"
 	"github.com/goredisson/locks/scripts"
 	"github.com/goredisson/locks/watchdog"
@@ -406,8 +406,8 @@ func (c *Client) writeField(owner int64) string {
 func (c *Client) onEnd(k hold.Key, cause error) {
 	c.cfg.logger.Warn("rlock: lock lost", "lock", k.Name, "owner", k.Field, "err", cause)
 	if c.cfg.onLost != nil || c.cfg.hooks.Lost != nil {
-		owner, _ := strconv.ParseInt(strings.TrimSuffix(k.Field, ":write")[len(c.id)+1:], 10, 64)
-		ev := LostEvent{Kind: renewKind(k.Kind), Name: k.Name, Owner: owner, Err: cause}
+		_, id, _ := owner.ParseField(k.Field)
+		ev := LostEvent{Kind: renewKind(k.Kind), Name: k.Name, Owner: id, Err: cause}
 		if c.cfg.onLost != nil {
 			c.cfg.onLost(ev)
 		}
