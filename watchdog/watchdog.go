@@ -205,7 +205,7 @@ func (w *Watchdog) round() {
 					tab.Gone(r, it, w.lost(it, ErrNotHeld))
 				case w.ctx.Err() != nil:
 					// Closing: nothing to report.
-				case end.Add(w.period + w.margin()).Before(it.Set.Add(w.cfg.Timeout)):
+				case end.Add(w.period + w.margin()).Before(it.Set.Add(it.TTL)):
 					// The next round, one period away, can still renew
 					// before the lease runs out.
 					w.cfg.Logger.Warn("watchdog: renewal failed, will retry", "key", it.Key.Name, "err", res.Err)

@@ -1,6 +1,9 @@
 package hold
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Round is one watchdog renewal round. While it runs, the holds it
 // includes are marked as in flight in it, and End waits for it to finish,
@@ -18,8 +21,9 @@ type Item struct {
 	h     *Hold
 	gen   uint64
 	Key   Key
-	Set   time.Time // when its TTL was last set
-	Since time.Time // when the hold began
+	Set   time.Time     // when its TTL was last set
+	TTL   time.Duration // the TTL set then (a re-entry's lease may be shorter than the watchdog's)
+	Since time.Time     // when the hold began
 }
 
 // StartRound begins a renewal round over every hold renewed by the
@@ -33,7 +37,7 @@ func (t *Table) StartRound() (*Round, []Item) {
 	for k, h := range t.m {
 		if h.count > 0 && h.watchdog > 0 {
 			h.inflight = r
-			items = append(items, Item{h: h, gen: h.gen, Key: k, Set: h.set, Since: h.since})
+			items = append(items, Item{h: h, gen: h.gen, Key: k, Set: h.set, TTL: h.ttl, Since: h.since})
 		}
 	}
 	return r, items
@@ -52,15 +56,21 @@ func (t *Table) Renewed(r *Round, it Item, sent, recv time.Time) {
 	defer t.mu.Unlock()
 	if t.current(r, it) {
 		it.h.set, it.h.recv = sent, recv
+		it.h.ttl, it.h.fixed = t.timeout, false
 	}
 }
 
 // Gone records a renewal that found the owner field gone: the hold is lost
-// (cause), unless an unlock of it is in flight, whose work it then is.
+// (cause), unless an unlock of it is in flight, whose work it then is. A
+// hold whose last TTL was a re-entry's fixed lease, found gone after that
+// lease's end, ran out of it: ErrLeaseExpired.
 func (t *Table) Gone(r *Round, it Item, cause error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.current(r, it) && it.h.releasing == 0 {
+		if h := it.h; h.fixed && !time.Now().Before(h.set.Add(h.ttl)) {
+			cause = fmt.Errorf("%w: %q", ErrLeaseExpired, h.key.Name)
+		}
 		t.endLocked(it.h, cause, true)
 		t.forget(it.h)
 	}

@@ -61,9 +61,10 @@ type Hold struct {
 	count    int           // the reentrancy count as Redis last reported it; 0: not held
 	watchdog int           // acquisitions in watchdog mode not yet matched by an unlock
 	lease    time.Duration // the last explicit lease; 0: the watchdog timeout
-	ttl      time.Duration // > 0: the TTL a read unlock left, in place of the lease
 	since    time.Time     // when the current hold began
 	set      time.Time     // when the TTL was last set (send time of the script)
+	ttl      time.Duration // the TTL set at set: Redis may expire the hold from set+ttl on
+	fixed    bool          // that TTL is a lease no renewal follows up (not the watchdog's)
 	recv     time.Time     // when the reply that set it was read
 	timer    *time.Timer   // the end of a lease that is not renewed
 	expired  bool          // the lease ran out by this client's clock; Redis may still hold it
@@ -198,6 +199,12 @@ func (t *Table) Count(h *Hold) int {
 func (t *Table) Lease(h *Hold) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.leaseLocked(h)
+}
+
+// leaseLocked is the TTL an acquisition or unlock on h sets: its last
+// explicit lease, else the watchdog's. t.mu is held.
+func (t *Table) leaseLocked(h *Hold) time.Duration {
 	if h.lease > 0 {
 		return h.lease
 	}
@@ -227,11 +234,12 @@ func (t *Table) Acquired(h *Hold, count int, lease time.Duration, sent, recv tim
 	h.count = count
 	h.set, h.recv = sent, recv
 	h.expired = false
-	h.ttl = 0
 	if lease > 0 {
 		h.lease = lease
+		h.ttl, h.fixed = lease, true
 	} else {
 		h.watchdog++
+		h.ttl, h.fixed = t.timeout, false
 	}
 	t.armLocked(h)
 	return true
@@ -266,7 +274,7 @@ func (t *Table) Released(h *Hold, count int, sent, recv time.Time) {
 	h.count = count
 	h.set, h.recv = sent, recv
 	h.expired = false
-	h.ttl = 0
+	h.ttl, h.fixed = t.leaseLocked(h), h.lease > 0 // what the unlock script set
 	t.armLocked(h)
 }
 
@@ -289,7 +297,7 @@ func (t *Table) ReleasedTTL(h *Hold, count int, sent, recv time.Time, ttl time.D
 	h.count = count
 	h.set, h.recv = sent, recv
 	h.expired = false
-	h.ttl = ttl
+	h.ttl, h.fixed = ttl, true
 	if ttl <= 0 {
 		h.ttl = time.Millisecond // expired already (or no expiry: -1 has no lease to bound)
 	}
@@ -309,7 +317,7 @@ func (t *Table) Leased(h *Hold, lease time.Duration, sent, recv time.Time) {
 	h.lease = lease
 	h.set, h.recv = sent, recv
 	h.expired = false
-	h.ttl = 0
+	h.ttl, h.fixed = lease, true
 	t.armLocked(h)
 }
 
@@ -323,10 +331,13 @@ func (t *Table) Observe(h *Hold, count int) {
 		return
 	}
 	if count == 0 {
-		if end, ok := t.leaseEndLocked(h); ok && !time.Now().Before(end) {
-			// The fixed lease ran out: that is why it is gone, even
-			// if the lease timer has not run yet (a late timer on a
-			// busy machine must not turn an expiry into a loss).
+		if h.fixed && !time.Now().Before(h.set.Add(h.ttl)) {
+			// The fixed lease last set ran out: that is why it is
+			// gone, even if the lease timer has not run yet (a late
+			// timer on a busy machine must not turn an expiry into a
+			// loss), and even if the watchdog renews an outer
+			// acquisition of the hold but had not yet overridden a
+			// re-entry's shorter lease.
 			t.endLocked(h, fmt.Errorf("%w: %q", ErrLeaseExpired, h.key.Name), true)
 			return
 		}
@@ -340,6 +351,7 @@ func (t *Table) Observe(h *Hold, count int) {
 		h.watchdog = 0
 		h.set, h.recv = time.Now(), time.Now()
 		h.since = h.set // when it was found: it began unnoticed
+		h.ttl, h.fixed = t.leaseLocked(h), true
 	}
 	h.count = count
 	t.armLocked(h)
@@ -365,6 +377,7 @@ func (t *Table) abandonLocked(h *Hold, cause error) {
 	}
 	h.watchdog = 0
 	h.inflight = nil
+	h.fixed = true // its last TTL runs out, unrenewed
 	t.armLocked(h)
 	t.fireLocked(h, cause, true)
 }
@@ -419,14 +432,7 @@ func (t *Table) leaseEndLocked(h *Hold) (end time.Time, ok bool) {
 	if h.count == 0 || h.watchdog > 0 {
 		return time.Time{}, false
 	}
-	lease := h.lease
-	if lease <= 0 {
-		lease = t.timeout
-	}
-	if h.ttl > 0 {
-		lease = h.ttl // what a read unlock left
-	}
-	return h.set.Add(lease), true
+	return h.set.Add(h.ttl), true
 }
 
 // Abandoned names holds abandoned by AbandonName, for Zero.
@@ -486,7 +492,7 @@ func (t *Table) endLocked(h *Hold, cause error, report bool) {
 		h.timer = nil
 	}
 	had := h.count > 0
-	h.count, h.watchdog, h.lease, h.releasing, h.ttl = 0, 0, 0, 0, 0
+	h.count, h.watchdog, h.lease, h.releasing, h.ttl, h.fixed = 0, 0, 0, 0, 0, false
 	h.inflight = nil
 	h.expired = false
 	t.fireLocked(h, cause, had && report)

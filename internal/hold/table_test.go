@@ -84,6 +84,45 @@ func TestObserveGoneWithinLease(t *testing.T) {
 	}
 }
 
+// TestObserveGoneAfterReentryLease: a watchdog hold re-entered with a short
+// fixed lease (Redis sets the hash's TTL to it, as Redisson does) and found
+// gone after that lease's end, before the watchdog renewed it, ran out of
+// that lease: ErrLeaseExpired (the fuzzer's CI failure "HoldContext ended
+// with rlock: lock lost" for TryLock then LockLease(1ms)). Once a renewal
+// has set the watchdog's TTL again, a hold found gone within it is lost.
+func TestObserveGoneAfterReentryLease(t *testing.T) {
+	for _, renewed := range []bool{false, true} {
+		ends := make(chan error, 4)
+		tab := New(time.Hour, func(_ Key, err error) { ends <- err })
+		k := Key{Kind: 1, Name: "x", Field: "c:1"}
+		h, err := tab.Use(context.Background(), k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		past := time.Now().Add(-time.Second)
+		tab.Acquired(h, 1, 0, past, past)                // Lock: the watchdog renews it
+		tab.Acquired(h, 2, time.Millisecond, past, past) // re-entry with a 1ms lease, a second ago
+		if renewed {
+			r, items := tab.StartRound()
+			if len(items) != 1 {
+				t.Fatalf("round of %d holds, want 1", len(items))
+			}
+			tab.Renewed(r, items[0], time.Now(), time.Now())
+			tab.FinishRound(r, items)
+		}
+		tab.Observe(h, 0)
+		tab.Done(h)
+		want := ErrLeaseExpired
+		if renewed {
+			want = ErrLockLost
+		}
+		if err := <-ends; !errors.Is(err, want) {
+			t.Fatalf("renewed %v: end reported as %v, want %v", renewed, err, want)
+		}
+		tab.Close()
+	}
+}
+
 // TestReleasedEndsHoldContextsAtOnce: the owner's last unlock ends the
 // HoldContexts before Released returns (a caller may test ctx.Err() right
 // after Unlock), and reports no end.
