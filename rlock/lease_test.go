@@ -2,7 +2,6 @@ package rlock_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -206,13 +205,10 @@ func TestHoldContext(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	c := e.client(rlock.WithWatchdogTimeout(time.Second))
-	var lost []rlock.LostEvent
-	var mu sync.Mutex
-	c2 := e.client(rlock.WithWatchdogTimeout(time.Second), rlock.WithLostHandler(func(ev rlock.LostEvent) {
-		mu.Lock()
-		lost = append(lost, ev)
-		mu.Unlock()
-	}))
+	// The handler hears of a loss after the HoldContexts end (both on the
+	// notifier goroutine, in that order): wait for its event.
+	lost := make(chan rlock.LostEvent, 4)
+	c2 := e.client(rlock.WithWatchdogTimeout(time.Second), rlock.WithLostHandler(func(ev rlock.LostEvent) { lost <- ev }))
 	owner := rlock.WithOwner(ctx, 9)
 
 	t.Run("not held", func(t *testing.T) {
@@ -239,12 +235,14 @@ func TestHoldContext(t *testing.T) {
 		require.NoError(t, e.do("DEL", "hc-lost").Error()) // Redis lost it
 		<-hctx.Done()
 		assert.ErrorIs(t, context.Cause(hctx), rlock.ErrLockLost)
-		mu.Lock()
-		require.Len(t, lost, 1)
-		assert.Equal(t, "hc-lost", lost[0].Name)
-		assert.Equal(t, int64(9), lost[0].Owner)
-		assert.ErrorIs(t, lost[0].Err, rlock.ErrLockLost)
-		mu.Unlock()
+		select {
+		case ev := <-lost:
+			assert.Equal(t, "hc-lost", ev.Name)
+			assert.Equal(t, int64(9), ev.Owner)
+			assert.ErrorIs(t, ev.Err, rlock.ErrLockLost)
+		case <-time.After(10 * time.Second):
+			t.Fatal("no lost event after the HoldContext ended")
+		}
 		assert.ErrorIs(t, l.Unlock(owner), rlock.ErrNotHeld)
 	})
 	t.Run("lease expired", func(t *testing.T) {
