@@ -30,6 +30,29 @@
 // (by its lease, or, for a plain semaphore, by the coordinator's release
 // after the kill).
 //
+// With --java N the run also has N JVM workers running Java Redisson (the
+// SoakWorker class of the interop Maven project, the --java-versions
+// taking turns) on the same names, writing the same records: the soak of
+// mixed Go/Java fleets (make soak; TestSoakSlice in make test). Both
+// languages then go through every acquisition style (Go: Lock, LockLease,
+// TryLock with a wait and a lease or the watchdog, one-attempt TryLock;
+// Java: lock, lock(lease), tryLock(wait, lease), tryLock(wait), tryLock(),
+// lockAsync, lockAsync(lease)), and kills alternate between the languages.
+// --client-kills closes every pub/sub or every command connection on the
+// lock server now and then (CLIENT KILL TYPE pubsub|normal). The sequence
+// keys live on a server of their own (the sequencer) that no fault
+// touches.
+//
+// Why an interval checker on Redis sequence numbers, not porcupine's
+// linearizability check: the question is mutual exclusion, and Redis
+// orders every INCR of a name's sequence key, so whether two sections
+// overlapped is read off exactly (S1 < S1' < S2), in linear time for a
+// million sections; porcupine would have to search the interleavings of
+// lock/unlock operations known only by client-side intervals, and a lock's
+// history is not linearizable anyway whenever a lease runs out (a killed
+// holder never unlocks), which is the very case the checker must tell
+// apart and explain.
+//
 // Without --redis it starts its own redis-server. It prints acquisitions,
 // violations and lease-expiry overlaps, and exits 1 on any violation or
 // error. --unsafe skips the locking, to show that the check catches
@@ -49,13 +72,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
 
 	"github.com/goredisson/locks/internal/redistest"
+	"github.com/goredisson/locks/interop_test/driver"
 	"github.com/goredisson/locks/rlock"
 )
 
@@ -88,6 +114,14 @@ type Config struct {
 	RestartEvery time.Duration // --redlock: mean time between master restarts; 0: none
 	Seed         uint64        // 0: random
 	KeepDir      bool          // keep the workers' records (and print where)
+	// Java adds this many JVM workers running Redisson (the Maven
+	// project's SoakWorker, interop_test/java) on the same names, each
+	// with Goroutines threads; the versions in JavaVersions take turns.
+	// Kills pick among all workers, Go and Java. Needs the plain lock.
+	Java         int
+	JavaVersions []string      // default: 4.7.0 and 3.52.0
+	Styles       bool          // Go workers use every acquisition style (TryLock with and without wait too); on with Java
+	ClientKills  time.Duration // mean time between CLIENT KILLs on the lock server (of pub/sub or of command connections); 0: none
 
 	// Exe is the worker binary, run with workerEnv set; default: this
 	// program (os.Executable).
@@ -114,6 +148,26 @@ func (c *Config) defaults() error {
 	}
 	if c.Fair && c.FairWait <= 0 {
 		c.FairWait = 3 * time.Second
+	}
+	if c.Java < 0 || c.ClientKills < 0 {
+		return errors.New("--java and --client-kills must not be negative")
+	}
+	if c.Java > 0 {
+		c.Styles = true
+		if len(c.JavaVersions) == 0 {
+			c.JavaVersions = []string{"4.7.0", "3.52.0"}
+		}
+		for _, v := range c.JavaVersions {
+			if err := driver.CheckBuilt(v); err != nil {
+				return fmt.Errorf("--java: %w", err)
+			}
+		}
+		if _, err := exec.LookPath("java"); err != nil {
+			return fmt.Errorf("--java: %w", driver.ErrNoJava)
+		}
+	}
+	if c.Styles && (c.Fair || c.RW || c.Semaphore > 0 || c.RedLock > 0 || c.Unsafe) {
+		return errors.New("--java and --styles need the plain lock (not --fair, --rw, --semaphore, --redlock or --unsafe)")
 	}
 	if c.Seed == 0 {
 		c.Seed = mrand.Uint64()
@@ -157,6 +211,10 @@ type Report struct {
 	// --redlock: masters killed and restarted empty (each kept down for
 	// the longest lease first, Redlock's delayed restart).
 	MasterRestarts int
+	// KillsByLang counts the SIGKILLs by the killed worker's language;
+	// ClientKills the CLIENT KILLs on the lock server by connection type
+	// and the connections they closed.
+	KillsByLang, ClientKills, ConnsKilled map[string]int
 }
 
 func cliMain(args []string, stdout, stderr io.Writer) int {
@@ -183,8 +241,16 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&c.RestartEvery, "restart-every", 4*time.Second, "with --redlock: mean time between master restarts (0: none); each stays down for the longest lease first")
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: random)")
 	fs.BoolVar(&c.KeepDir, "keep", false, "keep the workers' record files and print their directory")
+	longHolds := fs.Int("long-holds", 0, "instead of workers: hold this many locks with the watchdog for --duration in this process (--watchdog sets the timeout), then restart Redis; checks memory, goroutines, renewal calls and the loss reports")
+	fs.IntVar(&c.Java, "java", 0, "also run this many JVM workers (Redisson, every acquisition style) on the same names")
+	javaVersions := fs.String("java-versions", "4.7.0,3.52.0", "with --java: the Redisson versions, taking turns")
+	fs.BoolVar(&c.Styles, "styles", false, "Go workers use every acquisition style (on with --java)")
+	fs.DurationVar(&c.ClientKills, "client-kills", 0, "mean time between CLIENT KILLs of every pub/sub or command connection on the lock server (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *javaVersions != "" {
+		c.JavaVersions = strings.Split(*javaVersions, ",")
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "stress: unexpected arguments %q\n", fs.Args())
@@ -193,6 +259,18 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	c.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), c.Duration+5*time.Minute)
 	defer cancel()
+	if *longHolds > 0 {
+		rep, err := RunLongHolds(ctx, LongHoldConfig{Locks: *longHolds, Duration: c.Duration, Watchdog: c.Watchdog, Redis: c.Redis})
+		if err != nil {
+			fmt.Fprintln(stderr, "stress:", err)
+			return 2
+		}
+		rep.Print(stdout)
+		if !rep.OK() {
+			return 1
+		}
+		return 0
+	}
 	rep, err := Run(ctx, c)
 	if err != nil {
 		fmt.Fprintln(stderr, "stress:", err)
@@ -232,9 +310,32 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "stress: %d procs x %d goroutines, %d names, %v (%s; watchdog %v, lease %v, sections up to %v, seed %d)\n",
 		c.Procs, c.Goroutines, c.Names, c.Duration, mode, c.Watchdog, c.Lease, c.MaxHold, c.Seed)
-	fmt.Fprintf(w, "acquisitions: %d (completed %d, per name %v) in %v\n", r.Acquisitions, r.Completed, r.PerName, r.Elapsed.Round(time.Millisecond))
+	if c.Java > 0 {
+		fmt.Fprintf(w, "workers: %d Go, %d Java (Redisson %s)\n", c.Procs, c.Java, strings.Join(c.JavaVersions, ", "))
+	}
+	fmt.Fprintf(w, "acquisitions: %d (completed %d, per name %v) in %v, %.0f/s; longest wait %v (%s)\n", r.Acquisitions, r.Completed, r.PerName,
+		r.Elapsed.Round(time.Millisecond), float64(r.Acquisitions)/r.Elapsed.Seconds(), r.LongestWait.Round(time.Millisecond), r.LongestWaitBy)
+	if len(r.ByLang) > 1 || len(r.ByStyle) > 0 {
+		fmt.Fprintf(w, "acquisitions by language: %s\n", sortedCounts(r.ByLang))
+		fmt.Fprintf(w, "acquisitions by style: %s\n", sortedCounts(r.ByStyle))
+		var waits []string
+		for lang, d := range r.LongestWaitByLang {
+			waits = append(waits, fmt.Sprintf("%s %v", lang, d.Round(time.Millisecond)))
+		}
+		sort.Strings(waits)
+		fmt.Fprintf(w, "longest wait by language: %s\n", strings.Join(waits, ", "))
+		if len(r.Misses) > 0 {
+			fmt.Fprintf(w, "one-attempt TryLocks that found the lock taken: %s\n", sortedCounts(r.Misses))
+		}
+	}
 	fmt.Fprintf(w, "kills: %d (restarts %d); sections cut by a kill: %d; increments left unrecorded by kills: %d\n",
 		r.Kills, r.Restarts, r.CutByKill, r.Unrecorded)
+	if len(r.KillsByLang) > 0 {
+		fmt.Fprintf(w, "SIGKILLs by language: %s\n", sortedCounts(r.KillsByLang))
+	}
+	if len(r.ClientKills) > 0 {
+		fmt.Fprintf(w, "CLIENT KILLs on the lock server: %s (connections closed: %s)\n", sortedCounts(r.ClientKills), sortedCounts(r.ConnsKilled))
+	}
 	fmt.Fprintf(w, "lease-expiry overlaps: %d", r.LeaseExpiryOverlaps)
 	if r.ExpiryGapMax > 0 {
 		fmt.Fprintf(w, " (next holder entered %v..%v after the kill)", r.ExpiryGapMin.Round(time.Millisecond), r.ExpiryGapMax.Round(time.Millisecond))
@@ -262,6 +363,10 @@ func (r *Report) Print(w io.Writer) {
 	if c.Semaphore > 0 {
 		fmt.Fprintf(w, "semaphore: most holders at once %d of %d permits; sections that shared the permits %d; killed holders' permits back by lease %d, given back by the coordinator %d; kills during an acquire or release %d; permits available at the end %d of %d\n",
 			r.MostInside, c.Semaphore, r.Shared, r.PermitsExpired, r.PermitsReturned, r.PermitsAmbiguous, r.PermitsAtEnd, r.PermitsTotal)
+	}
+	if len(r.JavaConnErrors) > 0 {
+		fmt.Fprintf(w, "Redisson errors within %v of a CLIENT KILL (Redisson's behaviour, not counted as errors; X acquire, U unlock): %s\n",
+			javaConnWindow, sortedCounts(r.JavaConnErrors))
 	}
 	fmt.Fprintf(w, "violations: %d\n", r.Violations)
 	fmt.Fprintf(w, "errors: acquire %d, unlock %d, worker %d\n", r.AcquireErrors, r.UnlockErrors, r.WorkerErrors)
@@ -308,6 +413,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer rc.Close()
+	// The sequencer: the sequence keys live on a server of their own that
+	// no fault touches (always started here, with --redis too), so that
+	// faults on the lock server (CLIENT KILL) never cut an INCR.
+	seqSrv, err := redistest.StartServer(ctx, redistest.Config{Name: "stress-seq"})
+	if err != nil {
+		return nil, err
+	}
+	defer seqSrv.Close()
+	seqAddr := seqSrv.Addr
+	seqRC, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{seqAddr}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		return nil, err
+	}
+	defer seqRC.Close()
 
 	dir, err := os.MkdirTemp("", "stress-")
 	if err != nil {
@@ -331,6 +450,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		rc.Do(dctx, rc.B().Del().Key(keys...).Build())
+		seqRC.Do(dctx, seqRC.B().Del().Key(keys...).Build())
 	}()
 
 	var sems *rlock.Client
@@ -409,15 +529,28 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rng := mrand.New(mrand.NewPCG(cfg.Seed, 0))
 	start := func(slot, gen int) (*worker, error) {
 		w := &worker{procResult: procResult{proc: proc{slot, gen}, Out: filepath.Join(dir, fmt.Sprintf("worker-%d-%d.jsonl", slot, gen))}}
-		spec, _ := json.Marshal(workerConfig{
-			Addr: addr, Names: names, Goroutines: cfg.Goroutines,
-			WatchdogMs: cfg.Watchdog.Milliseconds(), LeaseMs: cfg.Lease.Milliseconds(),
-			MaxHoldUs: cfg.MaxHold.Microseconds(), Unsafe: cfg.Unsafe, Faults: cfg.Faults, RW: cfg.RW, Out: w.Out,
-			FairWaitMs: fairWaitMs(cfg), Permits: cfg.Semaphore, Expirable: cfg.Expirable, Masters: masterAddrs,
-			Seed: cfg.Seed ^ uint64(slot)<<32 ^ uint64(gen)<<48,
-		})
-		w.cmd = exec.Command(cfg.Exe)
-		w.cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
+		seed := cfg.Seed ^ uint64(slot)<<32 ^ uint64(gen)<<48
+		if slot >= cfg.Procs {
+			// A JVM worker: Redisson, the versions taking turns by slot.
+			v := cfg.JavaVersions[(slot-cfg.Procs)%len(cfg.JavaVersions)]
+			w.Lang = "java-" + v
+			args := []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Xmx256m",
+				"-cp", driver.ClassPath(v), "SoakWorker", addr, seqAddr,
+				strconv.FormatInt(cfg.Watchdog.Milliseconds(), 10), strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
+				strconv.FormatInt(cfg.MaxHold.Microseconds(), 10), strconv.Itoa(cfg.Goroutines),
+				strconv.FormatInt(int64(seed>>1), 10), w.Out}
+			w.cmd = exec.Command("java", append(args, names...)...)
+		} else {
+			spec, _ := json.Marshal(workerConfig{
+				Addr: addr, SeqAddr: seqAddr, Names: names, Goroutines: cfg.Goroutines, Styles: cfg.Styles,
+				WatchdogMs: cfg.Watchdog.Milliseconds(), LeaseMs: cfg.Lease.Milliseconds(),
+				MaxHoldUs: cfg.MaxHold.Microseconds(), Unsafe: cfg.Unsafe, Faults: cfg.Faults, RW: cfg.RW, Out: w.Out,
+				FairWaitMs: fairWaitMs(cfg), Permits: cfg.Semaphore, Expirable: cfg.Expirable, Masters: masterAddrs,
+				Seed: seed,
+			})
+			w.cmd = exec.Command(cfg.Exe)
+			w.cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
+		}
 		w.cmd.Stdout = cfg.Stderr
 		w.cmd.Stderr = cfg.Stderr
 		dieWithParent(w.cmd)
@@ -437,7 +570,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	var (
 		all     []*worker // every process started
-		running = make([]*worker, cfg.Procs)
+		running = make([]*worker, cfg.Procs+cfg.Java)
 		mu      sync.Mutex
 	)
 	killAll := func() {
@@ -469,16 +602,60 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	nextKill()
+	var clientKillTimer <-chan time.Time
+	nextClientKill := func() {
+		if cfg.ClientKills > 0 {
+			d := cfg.ClientKills/2 + time.Duration(rng.Int64N(int64(cfg.ClientKills)+1))
+			clientKillTimer = time.After(d)
+		}
+	}
+	nextClientKill()
+	clientKills := 0
 loop:
 	for {
 		select {
+		case <-clientKillTimer:
+			// Close every pub/sub connection, or every command
+			// connection but the coordinator's, of every worker: the
+			// lock clients must reconnect, resubscribe and resolve the
+			// calls that were under way.
+			typ := "pubsub"
+			if clientKills%2 == 1 {
+				typ = "normal"
+			}
+			clientKills++
+			kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			n, err := rc.Do(kctx, rc.B().ClientKill().TypePubsub().SkipmeYes().Build()).AsInt64()
+			rep.connKills = append(rep.connKills, time.Now().UnixNano())
+			if typ == "normal" {
+				n, err = rc.Do(kctx, rc.B().ClientKill().TypeNormal().SkipmeYes().Build()).AsInt64()
+			}
+			cancel()
+			if err != nil {
+				killAll()
+				return nil, fmt.Errorf("CLIENT KILL TYPE %s: %w", typ, err)
+			}
+			if rep.ClientKills == nil {
+				rep.ClientKills, rep.ConnsKilled = make(map[string]int), make(map[string]int)
+			}
+			rep.ClientKills[typ]++
+			rep.ConnsKilled[typ] += int(n)
+			nextClientKill()
 		case <-ctx.Done():
 			killAll()
 			return nil, ctx.Err()
 		case <-deadline.C:
 			break loop
 		case <-killTimer:
-			slot := rng.IntN(cfg.Procs)
+			slot := rng.IntN(len(running))
+			if cfg.Java > 0 && cfg.Procs > 0 {
+				// Kills alternate between the languages.
+				if rep.Kills%2 == 0 {
+					slot = rng.IntN(cfg.Procs)
+				} else {
+					slot = cfg.Procs + rng.IntN(cfg.Java)
+				}
+			}
 			w := running[slot]
 			w.KilledAt = time.Now().UnixNano()
 			if err := w.cmd.Process.Kill(); err != nil {
@@ -487,9 +664,13 @@ loop:
 			}
 			<-w.exited
 			rep.Kills++
+			if rep.KillsByLang == nil {
+				rep.KillsByLang = make(map[string]int)
+			}
+			rep.KillsByLang[w.lang()]++
 			lastKill = time.Now()
 			if cfg.Semaphore > 0 && !cfg.Expirable {
-				amb, err := giveBack(ctx, rc, sems, names, w)
+				amb, err := giveBack(ctx, seqRC, sems, names, w)
 				if err != nil {
 					killAll()
 					return nil, err
@@ -547,7 +728,7 @@ loop:
 	seqMax := make([]int64, len(names))
 	for i, n := range names {
 		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		v, err := rc.Do(gctx, rc.B().Get().Key(seqKey(n)).Build()).AsInt64()
+		v, err := seqRC.Do(gctx, seqRC.B().Get().Key(seqKey(n)).Build()).AsInt64()
 		cancel()
 		if err != nil && !rueidis.IsRedisNil(err) {
 			return nil, fmt.Errorf("reading %s: %w", seqKey(n), err)
@@ -692,4 +873,21 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// sortedCounts formats counts by key, in key order.
+func sortedCounts(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", k, m[k])
+	}
+	return b.String()
 }

@@ -6,13 +6,24 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"sort"
+	"strings"
 	"time"
 )
 
 // proc identifies one worker process: its slot and its generation (each
 // restart after a kill is a new generation).
 type proc struct{ Slot, Gen int }
+
+// lang names the language and library of a worker: "go", or
+// "java-<Redisson version>".
+func (p procResult) lang() string {
+	if p.Lang == "" {
+		return "go"
+	}
+	return p.Lang
+}
 
 func (p proc) String() string { return fmt.Sprintf("worker %d.%d", p.Slot, p.Gen) }
 
@@ -22,6 +33,7 @@ type procResult struct {
 	Out      string // its records file
 	KilledAt int64  // wall clock (UnixNano) just before the coordinator's SIGKILL; 0 if not killed
 	ExitErr  error  // how it ended, when it was not killed and did not exit 0
+	Lang     string // "" (Go) or "java-<Redisson version>"
 }
 
 // section is one critical section: from the INCR that returned S1 to the
@@ -40,6 +52,8 @@ type section struct {
 	WD    bool  // the watchdog renews the hold
 	Read  bool  // a read hold (--rw): it may overlap other read holds
 	Lost  bool  // the hold's lease may have run out during the section
+	Lang  string
+	St    string // the acquisition style
 
 	killedAt int64 // the process' kill time
 	returned bool  // cut by the kill; the coordinator gave its permit back (K)
@@ -52,7 +66,7 @@ func (s *section) String() string {
 	if !s.open() {
 		end = fmt.Sprint(s.S2)
 	}
-	return fmt.Sprintf("%s goroutine %d [%d, %s]", s.proc, s.G, s.S1, end)
+	return fmt.Sprintf("%s (%s) goroutine %d [%d, %s]", s.proc, s.Lang, s.G, s.S1, end)
 }
 
 // Verdict is the outcome of checking the records of a run.
@@ -94,6 +108,57 @@ type Verdict struct {
 	// the kill the next holder entered.
 	ExpiryGapMin, ExpiryGapMax time.Duration
 	Problems                   []string // the first violations and errors, described
+	// ByLang and ByStyle count the acquisitions per worker language
+	// ("go", "java-4.7.0", ...) and per language/style ("go/trylock-wait");
+	// Misses the one-attempt TryLocks that found the lock taken, per
+	// language. LongestWait is the longest acquire call that got the lock
+	// (from T0 to TB).
+	ByLang, ByStyle, Misses map[string]int
+	LongestWait             time.Duration
+	// JavaConnErrors counts Redisson's acquire and unlock errors within
+	// javaConnWindow after the coordinator closed every command or
+	// pub/sub connection (CLIENT KILL): Redisson reports a command cut by
+	// a closed connection as an error (RedisException, a response
+	// timeout, StacklessClosedChannelException, a SUBSCRIBE that could
+	// not be written, a tryLock that returns false before its wait); this
+	// library resolves such calls, so a Go error is never excused. By the
+	// error's class.
+	JavaConnErrors    map[string]int
+	LongestWaitBy     string // the section that waited longest
+	LongestWaitByLang map[string]time.Duration
+	// connKills are the wall-clock times of those CLIENT KILLs (set by
+	// Run before readRecords).
+	connKills []int64
+}
+
+// javaConnWindow: Redisson's default timeout (3s) times its attempts (a
+// first one and 4 retries), and a margin.
+const javaConnWindow = 20 * time.Second
+
+var exceptionRE = regexp.MustCompile(`(?:[a-z0-9]+\.)+([A-Z][A-Za-z0-9]*(?:Exception|Error))`)
+
+// javaConnError reports whether record r of a JVM worker came within
+// javaConnWindow after a CLIENT KILL of the command connections.
+func (v *Verdict) javaConnError(p procResult, r record) bool {
+	if p.Lang == "" || r.T == 0 {
+		return false
+	}
+	for _, k := range v.connKills {
+		if r.T >= k && r.T <= k+javaConnWindow.Nanoseconds() {
+			class := "other"
+			if m := exceptionRE.FindAllStringSubmatch(r.Err, -1); len(m) > 0 {
+				class = m[len(m)-1][1] // the innermost exception named
+			} else if strings.Contains(r.Err, "timed out") {
+				class = "tryLock returned false"
+			}
+			if v.JavaConnErrors == nil {
+				v.JavaConnErrors = make(map[string]int)
+			}
+			v.JavaConnErrors[r.K+" "+class]++
+			return true
+		}
+	}
+	return false
 }
 
 const maxProblems = 20
@@ -159,9 +224,14 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 			}
 			switch r.K {
 			case "B":
-				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, Read: r.Read, killedAt: p.KilledAt}
+				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, Read: r.Read, killedAt: p.KilledAt, Lang: p.lang(), St: r.St}
 				sections = append(sections, s)
 				open[key{p.proc, r.N, r.S1}] = s
+			case "M":
+				if v.Misses == nil {
+					v.Misses = make(map[string]int)
+				}
+				v.Misses[p.lang()]++
 			case "Q", "R":
 				// Plain semaphore mode's acquiring and released marks
 				// (for giveBack).
@@ -197,9 +267,15 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 					v.LostOther++
 				}
 			case "U":
+				if v.javaConnError(p, r) {
+					continue
+				}
 				v.UnlockErrors++
 				v.problem("%s goroutine %d: unlock of section %d: %s", p.proc, r.G, r.S1, r.Err)
 			case "X":
+				if v.javaConnError(p, r) {
+					continue
+				}
 				v.AcquireErrors++
 				v.problem("%s goroutine %d: %s", p.proc, r.G, r.Err)
 			case "F":
@@ -272,6 +348,22 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 			v.Reads++
 		}
 		v.Acquisitions++
+		if v.ByLang == nil {
+			v.ByLang, v.ByStyle = make(map[string]int), make(map[string]int)
+		}
+		v.ByLang[s.Lang]++
+		if s.St != "" {
+			v.ByStyle[s.Lang+"/"+s.St]++
+		}
+		if s.T0 > 0 && s.TB-s.T0 > v.LongestWait.Nanoseconds() {
+			v.LongestWait, v.LongestWaitBy = time.Duration(s.TB-s.T0), s.St+" "+s.String()
+		}
+		if s.T0 > 0 && s.TB > s.T0 {
+			if v.LongestWaitByLang == nil {
+				v.LongestWaitByLang = make(map[string]time.Duration)
+			}
+			v.LongestWaitByLang[s.Lang] = max(v.LongestWaitByLang[s.Lang], time.Duration(s.TB-s.T0))
+		}
 		if !s.open() && !s.returned {
 			v.Completed++
 		} else if s.killedAt != 0 {

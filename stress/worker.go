@@ -23,6 +23,7 @@ const workerEnv = "GOREDISSON_STRESS_WORKER"
 
 type workerConfig struct {
 	Addr       string   `json:"addr"`
+	SeqAddr    string   `json:"seq_addr"` // the sequencer: where the sequence keys are INCRed
 	Names      []string `json:"names"`
 	Goroutines int      `json:"goroutines"`
 	WatchdogMs int64    `json:"watchdog_ms"`
@@ -37,6 +38,7 @@ type workerConfig struct {
 	Masters    []string `json:"masters"`      // RedLocks over these independent masters
 	Out        string   `json:"out"`
 	Seed       uint64   `json:"seed"`
+	Styles     bool     `json:"styles"` // every acquisition style of the plain lock
 }
 
 // record is one line of a worker's output file.
@@ -61,6 +63,7 @@ type workerConfig struct {
 //	   of N; it released its permit of N (see giveBack).
 //	K: written by the coordinator after a kill: it gave back the permit
 //	   of the section S1, after the INCR that returned S2.
+//	M: a one-attempt TryLock of N found the lock taken (no section).
 type record struct {
 	K     string `json:"k"`
 	G     int    `json:"g"`
@@ -75,9 +78,17 @@ type record struct {
 	WD    bool   `json:"wd,omitempty"`
 	Read  bool   `json:"read,omitempty"`
 	Lost  bool   `json:"lost,omitempty"`
+	St    string `json:"st,omitempty"` // B: the acquisition style (lock, locklease, trylock-wait, ...)
 	State string `json:"state,omitempty"`
 	Err   string `json:"err,omitempty"`
 }
+
+// goStyles are the Go workers' acquisition styles of the plain lock (with
+// Config.Styles), named as the Java workers name theirs: Lock (watchdog),
+// LockLease, TryLock with a wait and a fixed lease, with a wait and the
+// watchdog, and one attempt (a miss is an M record). Every goroutine is
+// its own owner (WithOwner).
+var goStyles = []string{"lock", "locklease", "trylock-wait", "trylock-wait-wd", "trylock"}
 
 // seqKey is the per-name sequence key every critical section increments on
 // entry and on exit, inside the lock.
@@ -118,6 +129,14 @@ func workerMain(specJSON string) int {
 		return 1
 	}
 	defer rc.Close()
+	seqRC := rc
+	if cfg.SeqAddr != "" && cfg.SeqAddr != cfg.Addr {
+		if seqRC, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{cfg.SeqAddr}, ForceSingleClient: true, DisableCache: true}); err != nil {
+			fmt.Fprintln(os.Stderr, "stress worker: sequencer:", err)
+			return 1
+		}
+		defer seqRC.Close()
+	}
 	var lockRC rueidis.Client = rc
 	if cfg.Faults > 0 {
 		// Fault injection on every script call: dropped requests, lost
@@ -228,7 +247,7 @@ func workerMain(specJSON string) int {
 			incr := func(key string) (int64, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				return rc.Do(ctx, rc.B().Incr().Key(key).Build()).AsInt64()
+				return seqRC.Do(ctx, seqRC.B().Incr().Key(key).Build()).AsInt64()
 			}
 			for stop.Err() == nil {
 				n := rng.IntN(len(cfg.Names))
@@ -247,6 +266,15 @@ func workerMain(specJSON string) int {
 					}
 				}
 				fixed := rng.IntN(2) == 0
+				// The plain lock goes through every acquisition style.
+				style := "lock"
+				if fixed {
+					style = "locklease"
+				}
+				if cfg.Styles {
+					style = goStyles[rng.IntN(len(goStyles))]
+					fixed = style == "locklease" || style == "trylock-wait"
+				}
 				if len(masters) > 0 {
 					members := make([]rlock.Locker, len(masters))
 					for i, mc := range masters {
@@ -266,12 +294,29 @@ func workerMain(specJSON string) int {
 				if !cfg.Unsafe {
 					actx, cancelAcquire := context.WithTimeout(rlock.WithOwner(stop, owner), time.Minute)
 					var err error
-					if fixed {
-						err = l.LockLease(actx, lease)
-					} else {
-						err = l.Lock(actx)
+					got := true
+					switch style {
+					case "trylock-wait":
+						got, err = l.TryLock(actx, time.Minute, lease)
+					case "trylock-wait-wd":
+						got, err = l.TryLock(actx, time.Minute, 0)
+					case "trylock":
+						got, err = l.TryLock(actx, 0, 0)
+					default:
+						if fixed {
+							err = l.LockLease(actx, lease)
+						} else {
+							err = l.Lock(actx)
+						}
 					}
 					cancelAcquire()
+					if err == nil && !got {
+						if style == "trylock" {
+							emit(record{K: "M", G: g, N: n})
+							continue
+						}
+						err = errors.New("TryLock(1m) timed out")
+					}
 					if err != nil {
 						if stop.Err() != nil {
 							return
@@ -313,7 +358,7 @@ func workerMain(specJSON string) int {
 					unlock()
 					return
 				}
-				emit(record{K: "B", G: g, N: n, S1: s1, T0: t0.UnixNano(), TB: tb.UnixNano(), Lease: leaseMs, WD: wd, Read: read})
+				emit(record{K: "B", G: g, N: n, S1: s1, T0: t0.UnixNano(), TB: tb.UnixNano(), Lease: leaseMs, WD: wd, Read: read, St: style})
 				if cfg.MaxHoldUs > 0 {
 					time.Sleep(time.Duration(rng.Int64N(cfg.MaxHoldUs+1)) * time.Microsecond)
 				}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/interop_test/driver"
+)
+
+// TestSoakSlice is the make test slice of make soak: two Go worker
+// processes and two JVMs (Redisson 4.7.0 and 3.52.0), four goroutines or
+// threads each, on eight plain locks for 60s, every acquisition style of
+// both languages (Lock, LockLease, TryLock with a wait and a lease or the
+// watchdog, one-attempt TryLock; Java lock, lock(lease), tryLock(wait,
+// lease), tryLock(wait), tryLock(), lockAsync, lockAsync(lease)), while
+// workers of both languages are SIGKILLed in turn (and replaced) and every
+// pub/sub or command connection on the lock server is CLIENT KILLed now
+// and then. No two sections on a name overlap unless a killed holder's
+// lease ran out; at least 20,000 acquisitions; no error.
+func TestSoakSlice(t *testing.T) {
+	versions := []string{"4.7.0", "3.52.0"}
+	for _, v := range versions {
+		require.NoError(t, driver.CheckBuilt(v), "the interop driver jars (make deps builds them)")
+	}
+	rep := runContention(t, func(cfg *Config) {
+		cfg.Procs, cfg.Java, cfg.JavaVersions, cfg.Goroutines, cfg.Names = 2, 2, versions, 4, 8
+		cfg.MaxHold, cfg.Duration = 2*time.Millisecond, 60*time.Second
+		cfg.KillEvery, cfg.ClientKills = 7*time.Second, 5*time.Second
+	})
+	assert.Zero(t, rep.Violations, "mutual exclusion violated")
+	assert.True(t, rep.OK(), "the run failed")
+	assert.GreaterOrEqual(t, rep.Acquisitions, 20000)
+	assert.GreaterOrEqual(t, rep.KillsByLang["go"], 1, "no Go worker was killed")
+	java := 0
+	for lang, n := range rep.KillsByLang {
+		if strings.HasPrefix(lang, "java-") {
+			java += n
+		}
+	}
+	assert.GreaterOrEqual(t, java, 1, "no JVM was killed")
+	assert.GreaterOrEqual(t, rep.ClientKills["pubsub"], 1)
+	assert.GreaterOrEqual(t, rep.ClientKills["normal"], 1)
+	for _, lang := range []string{"go", "java-4.7.0", "java-3.52.0"} {
+		assert.Positive(t, rep.ByLang[lang], "no acquisitions by %s", lang)
+	}
+	for _, st := range goStyles {
+		assert.Positive(t, rep.ByStyle["go/"+st], "no Go acquisitions in style %s", st)
+	}
+	for _, st := range []string{"lock", "locklease", "trylock-wait", "trylock-wait-wd", "trylock", "lockasync", "lockasync-lease"} {
+		n := rep.ByStyle["java-4.7.0/"+st] + rep.ByStyle["java-3.52.0/"+st]
+		assert.Positive(t, n, "no Java acquisitions in style %s", st)
+	}
+	for n, k := range rep.PerName {
+		assert.Positive(t, k, "name %d was never locked", n)
+	}
+}
+
+// TestLongHoldsSlice is a short long-holds run (make soak holds 100,000
+// locks for 10 minutes): 5,000 locks held with a 600ms watchdog for 6s,
+// about 27 renewal rounds, then a Redis restart.
+func TestLongHoldsSlice(t *testing.T) {
+	rep, err := RunLongHolds(t.Context(), LongHoldConfig{Locks: 5000, Duration: 6 * time.Second, Watchdog: 600 * time.Millisecond})
+	require.NoError(t, err)
+	var out strings.Builder
+	rep.Print(&out)
+	t.Logf("\n%s", out.String())
+	assert.True(t, rep.OK(), "the run failed")
+	assert.GreaterOrEqual(t, rep.Rounds, 15)
+	assert.Equal(t, int64(rep.Rounds*50), rep.ScriptCalls)
+	assert.Equal(t, 5000, rep.HeldAtEnd)
+	assert.Equal(t, 5000, rep.LostAfterRestart)
+	assert.Zero(t, rep.CallsAfterLossRounds)
+}
