@@ -344,7 +344,7 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "watchdog lost reports: %d (owner holding the lock: %d, unlocking it: %d, not holding it: %d)\n",
 		r.LostHolds, r.LostHolding, r.LostUnlocking, r.LostOther)
 	if len(r.Faults) > 0 {
-		fmt.Fprintf(w, "faults injected (by processes that were not killed): %v\n", r.Faults)
+		fmt.Fprintf(w, "faults injected (killed processes: up to their last second): %v\n", r.Faults)
 	}
 	if c.RW {
 		fmt.Fprintf(w, "read sections: %d; reader overlaps (allowed): %d\n", r.Reads, r.ReadOverlaps)

@@ -58,7 +58,8 @@ type workerConfig struct {
 //	   "other" (not holding N).
 //	U: Unlock of the section S1 failed with Err.
 //	X: another failure (acquire, Redis).
-//	F: at the end, N faults of kind State were injected (--faults).
+//	F: N more faults of kind State were injected (--faults): written every
+//	   second and at the end.
 //	Q, R: plain semaphore mode: goroutine G is about to acquire a permit
 //	   of N; it released its permit of N (see giveBack).
 //	K: written by the coordinator after a kill: it gave back the permit
@@ -150,10 +151,37 @@ func workerMain(specJSON string) int {
 		}
 		f.Chaos(cfg.Faults, cfg.Seed, rules...)
 		lockRC = f
-		defer func() {
+		// F records carry the faults injected since the last one: every
+		// second and at the end, so that a killed process' faults count
+		// too (up to its last second).
+		var fmu sync.Mutex
+		reported := map[string]int{}
+		flush := func() {
+			fmu.Lock()
+			defer fmu.Unlock()
 			for k, n := range f.Injected() {
-				emit(record{K: "F", State: k, N: n})
+				if d := n - reported[k]; d > 0 {
+					emit(record{K: "F", State: k, N: d})
+					reported[k] = n
+				}
 			}
+		}
+		tick := time.NewTicker(time.Second)
+		tickDone := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-tick.C:
+					flush()
+				case <-tickDone:
+					return
+				}
+			}
+		}()
+		defer func() {
+			tick.Stop()
+			close(tickDone)
+			flush()
 		}()
 	}
 	// What each goroutine is doing, for classifying lost reports.
