@@ -53,7 +53,7 @@ var (
 // the read and write holds of a read-write lock have their own, because
 // their renewal differs (read) and their field does (write).
 const (
-	kindLock  hold.Kind = 0
+	kindLock  hold.Kind = hold.KindSetsTTL
 	kindRead  hold.Kind = 1
 	kindWrite hold.Kind = 2
 )

@@ -146,7 +146,7 @@ func (w *Watchdog) round() {
 	}
 	start := time.Now()
 	groups := make(map[group][]int)
-	earliest := start
+	earliest := start.Add(w.cfg.Timeout) // the earliest end of a lease in the round
 	for i, it := range items {
 		if w.cfg.MaxHold > 0 && start.Sub(it.Since) >= w.cfg.MaxHold {
 			tab.Lost(r, it, w.lost(it, fmt.Errorf("%w (%v)", ErrMaxHold, w.cfg.MaxHold)))
@@ -157,15 +157,15 @@ func (w *Watchdog) round() {
 			g.slot = w.cfg.Slot(it.Key.Name)
 		}
 		groups[g] = append(groups[g], i)
-		if it.Set.Before(earliest) {
-			earliest = it.Set
+		if end := it.Set.Add(it.TTL); end.Before(earliest) {
+			earliest = end // a re-entry's lease may be shorter than the timeout
 		}
 	}
 	// A round may take a period, but must end (failing what is left) a
 	// margin before the earliest lease in it could run out, so that a
 	// stalled round still reports the loss in time.
 	deadline := start.Add(w.period)
-	if d := earliest.Add(w.cfg.Timeout - w.margin()); d.Before(deadline) {
+	if d := earliest.Add(-w.margin()); d.Before(deadline) {
 		deadline = d
 	}
 	ctx, cancel := context.WithDeadline(w.ctx, deadline)

@@ -54,7 +54,9 @@ func (t *Table) current(r *Round, it Item) bool {
 func (t *Table) Renewed(r *Round, it Item, sent, recv time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.current(r, it) {
+	// A TTL set by a call sent after the renewal (a re-entry or partial
+	// unlock during the round) may have come after it in Redis: it stays.
+	if t.current(r, it) && !it.h.set.After(sent) {
 		it.h.set, it.h.recv = sent, recv
 		it.h.ttl, it.h.fixed = t.timeout, false
 	}
@@ -82,6 +84,9 @@ func (t *Table) Lost(r *Round, it Item, cause error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.current(r, it) && it.h.releasing == 0 {
+		if h := it.h; h.fixed && !time.Now().Before(h.set.Add(h.ttl)) {
+			cause = fmt.Errorf("%w: %q", ErrLeaseExpired, h.key.Name) // it ran out of a re-entry's lease
+		}
 		t.abandonLocked(it.h, cause)
 	}
 }

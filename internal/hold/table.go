@@ -42,6 +42,11 @@ var (
 // scripts (the plain lock, and later the read lock).
 type Kind uint8
 
+// KindSetsTTL is the kind (the plain lock's, which the fair, spin and
+// fenced locks share) whose re-entry sets the TTL to its lease, shorter or
+// not; other kinds' (read and write locks') re-entries never shorten it.
+const KindSetsTTL Kind = 0
+
 // Key names one owner's hold on one lock.
 type Key struct {
 	Kind  Kind
@@ -231,15 +236,22 @@ func (t *Table) Acquired(h *Hold, count int, lease time.Duration, sent, recv tim
 		h.watchdog = 0
 		h.lease = 0
 	}
-	h.count = count
-	h.set, h.recv = sent, recv
-	h.expired = false
+	ttl := lease
 	if lease > 0 {
 		h.lease = lease
-		h.ttl, h.fixed = lease, true
 	} else {
 		h.watchdog++
-		h.ttl, h.fixed = t.timeout, false
+		ttl = t.timeout
+	}
+	h.count = count
+	h.expired = false
+	if count > 1 && h.key.Kind != KindSetsTTL && h.set.Add(h.ttl).After(sent.Add(ttl)) {
+		// A read or write lock's re-entry never shortens the TTL (it
+		// keeps the larger, or adds the lease): the end already
+		// recorded is the later one, and stays.
+	} else {
+		h.set, h.recv = sent, recv
+		h.ttl, h.fixed = ttl, lease > 0
 	}
 	t.armLocked(h)
 	return true
@@ -311,13 +323,17 @@ func (t *Table) ReleasedTTL(h *Hold, count int, sent, recv time.Time, ttl time.D
 func (t *Table) Leased(h *Hold, lease time.Duration, sent, recv time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if h.count == 0 || h.watchdog > 0 {
+	if h.count == 0 {
 		return
 	}
-	h.lease = lease
+	// Redis's TTL is lease now, whoever renews the hold next.
 	h.set, h.recv = sent, recv
-	h.expired = false
 	h.ttl, h.fixed = lease, true
+	if h.watchdog > 0 {
+		return // the watchdog's next round sets its timeout again
+	}
+	h.lease = lease
+	h.expired = false
 	t.armLocked(h)
 }
 

@@ -16,7 +16,7 @@ func TestObserveGoneAfterLeaseEnd(t *testing.T) {
 	for _, timerRan := range []bool{false, true} {
 		ends := make(chan error, 4)
 		tab := New(time.Second, func(_ Key, err error) { ends <- err })
-		k := Key{Kind: 1, Name: "x", Field: "c:1"}
+		k := Key{Kind: KindSetsTTL, Name: "x", Field: "c:1"}
 		h, err := tab.Use(context.Background(), k)
 		if err != nil {
 			t.Fatal(err)
@@ -69,7 +69,7 @@ func TestObserveGoneWithinLease(t *testing.T) {
 	for _, lease := range []time.Duration{time.Hour, 0} {
 		ends := make(chan error, 4)
 		tab := New(time.Second, func(_ Key, err error) { ends <- err })
-		k := Key{Kind: 1, Name: "x", Field: "c:1"}
+		k := Key{Kind: KindSetsTTL, Name: "x", Field: "c:1"}
 		h, err := tab.Use(context.Background(), k)
 		if err != nil {
 			t.Fatal(err)
@@ -94,7 +94,7 @@ func TestObserveGoneAfterReentryLease(t *testing.T) {
 	for _, renewed := range []bool{false, true} {
 		ends := make(chan error, 4)
 		tab := New(time.Hour, func(_ Key, err error) { ends <- err })
-		k := Key{Kind: 1, Name: "x", Field: "c:1"}
+		k := Key{Kind: KindSetsTTL, Name: "x", Field: "c:1"}
 		h, err := tab.Use(context.Background(), k)
 		if err != nil {
 			t.Fatal(err)
@@ -130,7 +130,7 @@ func TestReleasedEndsHoldContextsAtOnce(t *testing.T) {
 	for range 100 {
 		ends := make(chan error, 1)
 		tab := New(time.Second, func(_ Key, err error) { ends <- err })
-		k := Key{Kind: 1, Name: "x", Field: "c:1"}
+		k := Key{Kind: KindSetsTTL, Name: "x", Field: "c:1"}
 		h, err := tab.Use(context.Background(), k)
 		if err != nil {
 			t.Fatal(err)
@@ -161,7 +161,7 @@ func TestOneEndReportPerHold(t *testing.T) {
 	ends := make(chan error, 4)
 	tab := New(time.Second, func(_ Key, err error) { ends <- err })
 	defer tab.Close()
-	k := Key{Kind: 1, Name: "x", Field: "c:1"}
+	k := Key{Kind: KindSetsTTL, Name: "x", Field: "c:1"}
 	h, err := tab.Use(context.Background(), k)
 	if err != nil {
 		t.Fatal(err)
