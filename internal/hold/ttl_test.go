@@ -25,9 +25,9 @@ func reviewSetup(t *testing.T) (*Table, *Hold, chan error) {
 func TestLeasedOnWatchdogHoldRecordsTheTTL(t *testing.T) {
 	tab, h, ends := reviewSetup(t)
 	past := time.Now().Add(-time.Second)
-	tab.Acquired(h, 1, 0, past, past)                 // Lock
-	tab.Acquired(h, 2, 10*time.Second, past, past)    // member taken with 2*wait
-	tab.Leased(h, time.Millisecond, past, past)       // expire.lua: PEXPIRE 1ms
+	tab.Acquired(h, 1, 0, past, past)              // Lock
+	tab.Acquired(h, 2, 10*time.Second, past, past) // member taken with 2*wait
+	tab.Leased(h, time.Millisecond, past, past)    // expire.lua: PEXPIRE 1ms
 	t.Logf("after Leased: set=%v ago ttl=%v fixed=%v", time.Since(h.set), h.ttl, h.fixed)
 	tab.Observe(h, 0)
 	tab.Done(h)
@@ -45,7 +45,7 @@ func TestRenewedKeepsALaterReentry(t *testing.T) {
 	t0 := time.Now().Add(-3 * time.Second)
 	tab.Acquired(h, 1, 0, t0, t0)
 	r, items := tab.StartRound()
-	start := t0.Add(time.Second)                          // renewal sent
+	start := t0.Add(time.Second)                                                                     // renewal sent
 	tab.Acquired(h, 2, time.Millisecond, start.Add(time.Millisecond), start.Add(2*time.Millisecond)) // re-entry sent later, ran later
 	tab.Renewed(r, items[0], start, start.Add(3*time.Millisecond))
 	tab.FinishRound(r, items)
