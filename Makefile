@@ -92,7 +92,7 @@ stress: deps-redis
 # and a Redis restart (--long-holds).
 SOAK_DURATION ?= 25m
 SOAK_VALKEY_DURATION ?= 5m
-SOAK_FLAGS ?= --procs 3 --java 2 --goroutines 4 --names 16 --max-hold 1ms --kill-every 10s --client-kills 7s
+SOAK_FLAGS ?= --procs 3 --java 2 --goroutines 4 --names 16 --max-hold 1ms --kill-every 10s --client-kills 20s
 soak: deps
 	$(GO) run ./stress --duration $(SOAK_DURATION) $(SOAK_FLAGS)
 	PATH="$(VALKEY_BIN):$$PATH" REDISTEST_FLAVOR=valkey $(GO) run ./stress --duration $(SOAK_VALKEY_DURATION) $(SOAK_FLAGS)

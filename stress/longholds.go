@@ -103,14 +103,23 @@ func RunLongHolds(ctx context.Context, cfg LongHoldConfig) (*LongHoldReport, err
 	}
 	defer rc.Close()
 
-	// rounds signals every renewal round that renewed or lost something.
-	rounds := make(chan rlock.RenewEvent, 1024)
+	// rounds gets every renewal round, with the script calls Redis had
+	// run when it ended: the hook runs on the watchdog's goroutine once
+	// the round's calls are answered and before the next round begins,
+	// so the counts between two rounds are exact.
+	type round struct {
+		ev    rlock.RenewEvent
+		calls int64
+		err   error
+	}
+	rounds := make(chan round, 1024)
 	var lost atomic.Int64
 	c, err := rlock.New(rc, rlock.WithWatchdogTimeout(cfg.Watchdog),
 		rlock.WithHooks(rlock.Hooks{Renew: func(ev rlock.RenewEvent) {
+			calls, err := scriptCalls(ctx, rc)
 			select {
-			case rounds <- ev:
-			default:
+			case rounds <- round{ev, calls, err}:
+			case <-ctx.Done():
 			}
 		}}),
 		rlock.WithLostHandler(func(rlock.LostEvent) { lost.Add(1) }))
@@ -147,16 +156,16 @@ func RunLongHolds(ctx context.Context, cfg LongHoldConfig) (*LongHoldReport, err
 	}
 	rep.AcquireTime = time.Since(began)
 
-	waitRound := func() (rlock.RenewEvent, error) {
+	waitRound := func() (round, error) {
 		t := time.NewTimer(3 * cfg.Watchdog)
 		defer t.Stop()
 		select {
-		case ev := <-rounds:
-			return ev, nil
+		case r := <-rounds:
+			return r, r.err
 		case <-t.C:
-			return rlock.RenewEvent{}, errors.New("no renewal round within three watchdog timeouts")
+			return round{}, errors.New("no renewal round within three watchdog timeouts")
 		case <-ctx.Done():
-			return rlock.RenewEvent{}, ctx.Err()
+			return round{}, ctx.Err()
 		}
 	}
 	sample := func() {
@@ -170,34 +179,35 @@ func RunLongHolds(ctx context.Context, cfg LongHoldConfig) (*LongHoldReport, err
 		g := runtime.NumGoroutine()
 		rep.GoroutinesLo, rep.GoroutinesHi = min(rep.GoroutinesLo, g), max(rep.GoroutinesHi, g)
 	}
-	// The first round after the acquisitions (some holds may be renewed
-	// in the round under way as they are taken: skip it too).
-	drain(rounds)
-	for range 2 {
-		if _, err := waitRound(); err != nil {
+	// Rounds that ran during the acquisitions renewed only some holds: the
+	// first sample is the end of the first round that renewed them all.
+	var first round
+	for i := 0; ; i++ {
+		if first, err = waitRound(); err != nil {
 			return nil, err
+		}
+		if first.ev.Renewed == cfg.Locks {
+			break
+		}
+		if i == 20 {
+			return nil, fmt.Errorf("20 renewal rounds after the acquisitions, none renewed all %d holds (the last: %+v)", cfg.Locks, first.ev)
 		}
 	}
 	sample()
-	calls0, err := scriptCalls(ctx, rc)
-	if err != nil {
-		return nil, err
-	}
+	calls0, calls1 := first.calls, first.calls
 	end := time.Now().Add(cfg.Duration)
 	for time.Now().Before(end) {
-		ev, err := waitRound()
+		r, err := waitRound()
 		if err != nil {
 			return nil, err
 		}
+		ev := r.ev
+		calls1 = r.calls
 		rep.Rounds++
 		if ev.Renewed != cfg.Locks || ev.Gone != 0 || ev.Failed != 0 {
 			rep.problem("round %d renewed %d of %d holds (gone %d, failed %d)", rep.Rounds, ev.Renewed, cfg.Locks, ev.Gone, ev.Failed)
 		}
 		sample()
-	}
-	calls1, err := scriptCalls(ctx, rc)
-	if err != nil {
-		return nil, err
 	}
 	rep.ScriptCalls = calls1 - calls0
 	if want := int64(rep.Rounds * rep.Batches); rep.ScriptCalls != want {
@@ -227,10 +237,25 @@ func RunLongHolds(ctx context.Context, cfg LongHoldConfig) (*LongHoldReport, err
 	}
 	deadline := time.Now().Add(4 * cfg.Watchdog)
 	for lost.Load() < int64(cfg.Locks) && time.Now().Before(deadline) {
-		if _, err := waitRound(); err != nil {
-			break
+		if _, err := waitRound(); err != nil && ctx.Err() != nil {
+			return nil, err
 		}
 	}
+	// Keep draining rounds (there should be none) while the loss settles.
+	stopDrain := make(chan struct{})
+	drained := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-rounds:
+				n++
+			case <-stopDrain:
+				drained <- n
+				return
+			}
+		}
+	}()
 	rep.LostAfterRestart = int(lost.Load())
 	if rep.LostAfterRestart != cfg.Locks {
 		rep.problem("%d of %d holds reported lost after the restart", rep.LostAfterRestart, cfg.Locks)
@@ -247,9 +272,13 @@ func RunLongHolds(ctx context.Context, cfg LongHoldConfig) (*LongHoldReport, err
 	if err != nil {
 		return nil, err
 	}
+	close(stopDrain)
 	rep.CallsAfterLossRounds = after - base
 	if rep.CallsAfterLossRounds != 0 {
 		rep.problem("%d script calls after every hold was reported lost", rep.CallsAfterLossRounds)
+	}
+	if n := <-drained; n != 0 {
+		rep.problem("%d renewal rounds after every hold was reported lost", n)
 	}
 	rep.RenewingAfter = c.Stats().Renewing
 	if rep.RenewingAfter != 0 {
@@ -261,16 +290,6 @@ func RunLongHolds(ctx context.Context, cfg LongHoldConfig) (*LongHoldReport, err
 func (r *LongHoldReport) problem(format string, args ...any) {
 	if len(r.Problems) < maxProblems {
 		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
-	}
-}
-
-func drain(ch chan rlock.RenewEvent) {
-	for {
-		select {
-		case <-ch:
-		default:
-			return
-		}
 	}
 }
 

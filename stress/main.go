@@ -166,8 +166,8 @@ func (c *Config) defaults() error {
 			return fmt.Errorf("--java: %w", driver.ErrNoJava)
 		}
 	}
-	if c.Styles && (c.Fair || c.RW || c.Semaphore > 0 || c.RedLock > 0 || c.Unsafe) {
-		return errors.New("--java and --styles need the plain lock (not --fair, --rw, --semaphore, --redlock or --unsafe)")
+	if c.Styles && (c.Fair || c.RW || c.Semaphore > 0 || c.RedLock > 0) {
+		return errors.New("--java and --styles need the plain lock (not --fair, --rw, --semaphore or --redlock)")
 	}
 	if c.Seed == 0 {
 		c.Seed = mrand.Uint64()
@@ -336,7 +336,7 @@ func (r *Report) Print(w io.Writer) {
 	if len(r.ClientKills) > 0 {
 		fmt.Fprintf(w, "CLIENT KILLs on the lock server: %s (connections closed: %s)\n", sortedCounts(r.ClientKills), sortedCounts(r.ConnsKilled))
 	}
-	fmt.Fprintf(w, "lease-expiry overlaps: %d", r.LeaseExpiryOverlaps)
+	fmt.Fprintf(w, "lease-expiry overlaps: %d (with a live holder that knew its hold had ended: %d)", r.LeaseExpiryOverlaps, r.LostOverlaps)
 	if r.ExpiryGapMax > 0 {
 		fmt.Fprintf(w, " (next holder entered %v..%v after the kill)", r.ExpiryGapMin.Round(time.Millisecond), r.ExpiryGapMax.Round(time.Millisecond))
 	}
@@ -369,6 +369,9 @@ func (r *Report) Print(w io.Writer) {
 			javaConnWindow, sortedCounts(r.JavaConnErrors))
 	}
 	fmt.Fprintf(w, "violations: %d\n", r.Violations)
+	if len(r.ViolationsByPair) > 0 {
+		fmt.Fprintf(w, "violations by languages: %s\n", sortedCounts(r.ViolationsByPair))
+	}
 	fmt.Fprintf(w, "errors: acquire %d, unlock %d, worker %d\n", r.AcquireErrors, r.UnlockErrors, r.WorkerErrors)
 	if r.Dir != "" {
 		fmt.Fprintf(w, "records kept in %s\n", r.Dir)
@@ -535,7 +538,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			v := cfg.JavaVersions[(slot-cfg.Procs)%len(cfg.JavaVersions)]
 			w.Lang = "java-" + v
 			args := []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Xmx256m",
-				"-cp", driver.ClassPath(v), "SoakWorker", addr, seqAddr,
+				"-Dsoak.unsafe=" + strconv.FormatBool(cfg.Unsafe), "-cp", driver.ClassPath(v), "SoakWorker", addr, seqAddr,
 				strconv.FormatInt(cfg.Watchdog.Milliseconds(), 10), strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
 				strconv.FormatInt(cfg.MaxHold.Microseconds(), 10), strconv.Itoa(cfg.Goroutines),
 				strconv.FormatInt(int64(seed>>1), 10), w.Out}
@@ -626,7 +629,7 @@ loop:
 			clientKills++
 			kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			n, err := rc.Do(kctx, rc.B().ClientKill().TypePubsub().SkipmeYes().Build()).AsInt64()
-			rep.connKills = append(rep.connKills, time.Now().UnixNano())
+			rep.connKills = append(rep.connKills, connKill{time.Now().UnixNano(), typ == "normal"})
 			if typ == "normal" {
 				n, err = rc.Do(kctx, rc.B().ClientKill().TypeNormal().SkipmeYes().Build()).AsInt64()
 			}
@@ -699,11 +702,22 @@ loop:
 	for _, w := range running {
 		_ = w.stdin.Close()
 	}
-	stopBy := time.After(cfg.Lease + cfg.Watchdog + 30*time.Second)
+	stopBy := time.NewTimer(cfg.Lease + cfg.Watchdog + 30*time.Second)
+	defer stopBy.Stop()
+	late := false
 	for _, w := range running {
+		if !late {
+			select {
+			case <-w.exited:
+				continue
+			case <-stopBy.C:
+				late = true
+			}
+		}
 		select {
 		case <-w.exited:
-		case <-stopBy:
+		default:
+			// Past the deadline: every worker still running is killed.
 			_ = w.cmd.Process.Kill()
 			<-w.exited
 			rep.WorkerErrors++

@@ -29,7 +29,7 @@ func TestSoakSlice(t *testing.T) {
 	rep := runContention(t, func(cfg *Config) {
 		cfg.Procs, cfg.Java, cfg.JavaVersions, cfg.Goroutines, cfg.Names = 2, 2, versions, 4, 8
 		cfg.MaxHold, cfg.Duration = 2*time.Millisecond, 60*time.Second
-		cfg.KillEvery, cfg.ClientKills = 7*time.Second, 5*time.Second
+		cfg.KillEvery, cfg.ClientKills = 7*time.Second, 15*time.Second
 	})
 	assert.Zero(t, rep.Violations, "mutual exclusion violated")
 	assert.True(t, rep.OK(), "the run failed")
@@ -42,6 +42,9 @@ func TestSoakSlice(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, java, 1, "no JVM was killed")
+	// Sections are milliseconds long, leases 1.5s: no live holder outlives
+	// its lease.
+	assert.Zero(t, rep.LostOverlaps, "overlaps with a holder whose hold had ended")
 	assert.GreaterOrEqual(t, rep.ClientKills["pubsub"], 1)
 	assert.GreaterOrEqual(t, rep.ClientKills["normal"], 1)
 	for _, lang := range []string{"go", "java-4.7.0", "java-3.52.0"} {
@@ -74,4 +77,18 @@ func TestLongHoldsSlice(t *testing.T) {
 	assert.Equal(t, 5000, rep.HeldAtEnd)
 	assert.Equal(t, 5000, rep.LostAfterRestart)
 	assert.Zero(t, rep.CallsAfterLossRounds)
+}
+
+// With --unsafe neither the Go nor the Java workers lock: the checker must
+// see the overlaps, between the languages too.
+func TestUnsafeMixedReportsViolations(t *testing.T) {
+	require.NoError(t, driver.CheckBuilt("4.7.0"), "the interop driver jars (make deps builds them)")
+	rep := runContention(t, func(cfg *Config) {
+		cfg.Procs, cfg.Java, cfg.JavaVersions, cfg.Names = 1, 1, []string{"4.7.0"}, 1
+		cfg.Duration, cfg.KillEvery, cfg.Unsafe = 8*time.Second, 0, true
+	})
+	assert.Positive(t, rep.Violations)
+	assert.False(t, rep.OK())
+	assert.Positive(t, rep.ViolationsByPair["go then java-4.7.0"], "no Java section entered while a Go one was inside: %v", rep.ViolationsByPair)
+	assert.Positive(t, rep.ViolationsByPair["java-4.7.0 then go"], "no Go section entered while a Java one was inside: %v", rep.ViolationsByPair)
 }

@@ -377,6 +377,21 @@ func workerMain(specJSON string) int {
 						emit(record{K: "R", G: g, N: n}) // released (see giveBack)
 					}
 				}
+				// The library's own word on whether the hold lasts: its
+				// HoldContext ends when a fixed lease could have run out
+				// (from the send time of the script that granted it) or
+				// the hold was found lost. A section is excused (Lost)
+				// only if it had ended by the section's end.
+				var held context.Context
+				endedAtStart := false
+				if !cfg.Unsafe && cfg.Permits == 0 {
+					hc, err := l.HoldContext(rlock.WithOwner(context.Background(), owner))
+					if err != nil {
+						endedAtStart = true
+					} else {
+						held = hc
+					}
+				}
 				tb := time.Now()
 				s1, err := incr(seqKey(cfg.Names[n]))
 				if err != nil {
@@ -397,7 +412,12 @@ func workerMain(specJSON string) int {
 					unlock()
 					return
 				}
-				mayHaveExpired := te.Sub(t0) >= time.Duration(leaseMs)*time.Millisecond
+				mayHaveExpired := endedAtStart || held != nil && held.Err() != nil
+				if held == nil && !endedAtStart && leaseMs > 0 {
+					// A permit (no HoldContext): its lease, from before
+					// the acquire call.
+					mayHaveExpired = te.Sub(t0) >= time.Duration(leaseMs)*time.Millisecond
+				}
 				emit(record{K: "E", G: g, N: n, S1: s1, S2: s2, TE: te.UnixNano(), Lost: mayHaveExpired})
 				unlock()
 			}
