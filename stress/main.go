@@ -131,8 +131,8 @@ type Config struct {
 }
 
 func (c *Config) defaults() error {
-	if c.Procs <= 0 || c.Goroutines <= 0 || c.Names <= 0 {
-		return errors.New("--procs, --goroutines and --names must be positive")
+	if c.Procs < 0 || c.Procs == 0 && c.Java <= 0 || c.Goroutines <= 0 || c.Names <= 0 {
+		return errors.New("--procs (unless --java), --goroutines and --names must be positive")
 	}
 	if c.Duration <= 0 || c.Watchdog < 3*time.Millisecond || c.Lease < time.Millisecond || c.KillEvery < 0 || c.MaxHold < 0 {
 		return errors.New("--duration, --watchdog and --lease must be positive, --kill-every and --max-hold not negative")
@@ -367,6 +367,10 @@ func (r *Report) Print(w io.Writer) {
 	if len(r.JavaConnErrors) > 0 {
 		fmt.Fprintf(w, "Redisson errors within %v of a CLIENT KILL (Redisson's behaviour, not counted as errors; X acquire, U unlock): %s\n",
 			javaConnWindow, sortedCounts(r.JavaConnErrors))
+	}
+	if r.RedissonUnheld > 0 || r.RedissonPhantomOverlaps > 0 {
+		fmt.Fprintf(w, "Redisson unlocks that found the lock not held within %v of a CLIENT KILL: %d; overlaps with such a section (Redisson reported an acquisition it did not hold; not counted as violations): %d\n",
+			javaConnWindow, r.RedissonUnheld, r.RedissonPhantomOverlaps)
 	}
 	fmt.Fprintf(w, "violations: %d\n", r.Violations)
 	if len(r.ViolationsByPair) > 0 {

@@ -57,6 +57,7 @@ type section struct {
 
 	killedAt int64 // the process' kill time
 	returned bool  // cut by the kill; the coordinator gave its permit back (K)
+	unheld   bool  // Java: its unlock found the lock not held (see RedissonUnheld)
 }
 
 func (s *section) open() bool { return s.S2 == 0 }
@@ -71,19 +72,26 @@ func (s *section) String() string {
 
 // Verdict is the outcome of checking the records of a run.
 type Verdict struct {
-	Acquisitions        int            // critical sections entered (B records)
-	Completed           int            // ... and finished (E records)
-	PerName             []int          // acquisitions per name
-	Violations          int            // overlapping sections not explained by a lease that ran out
-	ReadOverlaps        int            // read sections that overlapped other read sections (--rw: allowed)
-	Reads               int            // read sections (--rw)
-	LeaseExpiryOverlaps int            // overlaps explained by a lease that ran out (killed or lost holder)
-	LostOverlaps        int            // ... of which with a live holder that knew its hold had ended (Lost)
-	ViolationsByPair    map[string]int // exclusive-lock violations by "<first holder's language> then <second's>"
-	CutByKill           int            // sections open when their process was killed
-	Unrecorded          int            // sequence numbers no record accounts for (INCRs of killed processes)
-	AcquireErrors       int
-	UnlockErrors        int // Unlock failures other than ErrNotHeld after a lost hold
+	Acquisitions        int   // critical sections entered (B records)
+	Completed           int   // ... and finished (E records)
+	PerName             []int // acquisitions per name
+	Violations          int   // overlapping sections not explained by a lease that ran out
+	ReadOverlaps        int   // read sections that overlapped other read sections (--rw: allowed)
+	Reads               int   // read sections (--rw)
+	LeaseExpiryOverlaps int   // overlaps explained by a lease that ran out (killed or lost holder)
+	LostOverlaps        int   // ... of which with a live holder that knew its hold had ended (Lost)
+	// RedissonUnheld counts Java unlocks that found the lock not held
+	// (IllegalMonitorStateException) within javaConnWindow after a CLIENT
+	// KILL of the command connections; RedissonPhantomOverlaps the
+	// overlaps involving such a section: Redisson reported an
+	// acquisition it did not hold. Both are Redisson's behaviour under
+	// cut connections (Java-only runs show them too), reported apart.
+	RedissonUnheld, RedissonPhantomOverlaps int
+	ViolationsByPair                        map[string]int // exclusive-lock violations by "<first holder's language> then <second's>"
+	CutByKill                               int            // sections open when their process was killed
+	Unrecorded                              int            // sequence numbers no record accounts for (INCRs of killed processes)
+	AcquireErrors                           int
+	UnlockErrors                            int // Unlock failures other than ErrNotHeld after a lost hold
 	// Holds the watchdog reported lost, by what the owner was doing then:
 	// holding that lock, unlocking it, or neither. In a run whose only
 	// faults are kills, a live worker's hold is never really lost (its
@@ -144,6 +152,17 @@ type connKill struct {
 const javaConnWindow = 10 * time.Second
 
 var exceptionRE = regexp.MustCompile(`(?:[a-z0-9]+\.)+([A-Z][A-Za-z0-9]*(?:Exception|Error))`)
+
+// afterConnKill reports whether wall-clock time t came within javaConnWindow
+// after a CLIENT KILL of the command connections.
+func (v *Verdict) afterConnKill(t int64) bool {
+	for _, k := range v.connKills {
+		if k.normal && t >= k.t && t <= k.t+javaConnWindow.Nanoseconds() {
+			return true
+		}
+	}
+	return false
+}
 
 // javaConnError reports whether record r of a JVM worker came within
 // javaConnWindow after a CLIENT KILL of the command connections.
@@ -209,6 +228,7 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 		s1 int64
 	}
 	open := make(map[key]*section)
+	ended := make(map[key]*section) // for the Java unlock records that follow E
 	for _, p := range procs {
 		f, err := os.Open(p.Out)
 		if os.IsNotExist(err) {
@@ -269,6 +289,9 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 				}
 				delete(open, key{p.proc, r.N, r.S1})
 				s.S2, s.TE, s.Lost = r.S2, r.TE, r.Lost
+				if p.Lang != "" {
+					ended[key{p.proc, r.N, r.S1}] = s
+				}
 			case "L":
 				v.LostHolds++
 				switch r.State {
@@ -280,6 +303,17 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 					v.LostOther++
 				}
 			case "U":
+				if s := ended[key{p.proc, r.N, r.S1}]; s != nil && strings.Contains(r.Err, "IllegalMonitorStateException") && v.afterConnKill(r.T) {
+					// Redisson's unlock found the lock not held, shortly
+					// after a CLIENT KILL of the command connections:
+					// either it resent an unlock that had run (its retry
+					// of a command whose reply was cut), or it had
+					// reported an acquisition it never held. Java-only
+					// runs show both (RedissonPhantomOverlaps).
+					s.unheld = true
+					v.RedissonUnheld++
+					continue
+				}
 				if v.javaConnError(p, r) {
 					continue
 				}
@@ -466,6 +500,13 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 					// lease's TTL had run out).
 					v.LeaseExpiryOverlaps++
 					v.LostOverlaps++
+				case e.unheld || l.unheld:
+					// One of the two was a Redisson section whose unlock
+					// found the lock not held, after a CLIENT KILL: an
+					// acquisition Redisson reported without holding it
+					// (the same happens between two Redisson JVMs).
+					v.RedissonPhantomOverlaps++
+					v.problem("name %d: Redisson overlap (not counted as a violation): %s entered while %s was inside, and one of them then found the lock not held at its unlock", n, l, e)
 				default:
 					v.Violations++
 					if v.ViolationsByPair == nil {
