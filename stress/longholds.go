@@ -97,7 +97,7 @@ func RunLongHolds(ctx context.Context, cfg LongHoldConfig) (*LongHoldReport, err
 		defer srv.Close()
 		addr = srv.Addr
 	}
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
+	rc, err := dial(addr)
 	if err != nil {
 		return nil, err
 	}

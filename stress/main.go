@@ -259,19 +259,16 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	c.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), c.Duration+5*time.Minute)
 	defer cancel()
-	if *longHolds > 0 {
-		rep, err := RunLongHolds(ctx, LongHoldConfig{Locks: *longHolds, Duration: c.Duration, Watchdog: c.Watchdog, Redis: c.Redis})
-		if err != nil {
-			fmt.Fprintln(stderr, "stress:", err)
-			return 2
-		}
-		rep.Print(stdout)
-		if !rep.OK() {
-			return 1
-		}
-		return 0
+	var rep interface {
+		Print(io.Writer)
+		OK() bool
 	}
-	rep, err := Run(ctx, c)
+	var err error
+	if *longHolds > 0 {
+		rep, err = RunLongHolds(ctx, LongHoldConfig{Locks: *longHolds, Duration: c.Duration, Watchdog: c.Watchdog, Redis: c.Redis})
+	} else {
+		rep, err = Run(ctx, c)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "stress:", err)
 		return 2
@@ -415,7 +412,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		defer srv.Close()
 		addr = srv.Addr
 	}
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
+	rc, err := dial(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -429,7 +426,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer seqSrv.Close()
 	seqAddr := seqSrv.Addr
-	seqRC, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{seqAddr}, ForceSingleClient: true, DisableCache: true})
+	seqRC, err := dial(seqAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -908,4 +905,9 @@ func sortedCounts(m map[string]int) string {
 		fmt.Fprintf(&b, "%s %d", k, m[k])
 	}
 	return b.String()
+}
+
+// dial connects a plain client to one server (no client-side cache).
+func dial(addr string) (rueidis.Client, error) {
+	return rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
 }

@@ -124,7 +124,7 @@ func workerMain(specJSON string) int {
 		}
 	}
 
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{cfg.Addr}, ForceSingleClient: true, DisableCache: true})
+	rc, err := dial(cfg.Addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stress worker:", err)
 		return 1
@@ -132,7 +132,7 @@ func workerMain(specJSON string) int {
 	defer rc.Close()
 	seqRC := rc
 	if cfg.SeqAddr != "" && cfg.SeqAddr != cfg.Addr {
-		if seqRC, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{cfg.SeqAddr}, ForceSingleClient: true, DisableCache: true}); err != nil {
+		if seqRC, err = dial(cfg.SeqAddr); err != nil {
 			fmt.Fprintln(os.Stderr, "stress worker: sequencer:", err)
 			return 1
 		}
@@ -239,7 +239,7 @@ func workerMain(specJSON string) int {
 		var mrc rueidis.Client
 		deadline := time.Now().Add(time.Minute)
 		for {
-			mrc, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
+			mrc, err = dial(addr)
 			if err == nil || time.Now().After(deadline) {
 				break
 			}
