@@ -598,22 +598,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	began := time.Now()
 	deadline := time.NewTimer(cfg.Duration)
 	defer deadline.Stop()
-	var killTimer <-chan time.Time
-	nextKill := func() {
-		if cfg.KillEvery > 0 {
-			d := cfg.KillEvery/2 + time.Duration(rng.Int64N(int64(cfg.KillEvery)+1))
-			killTimer = time.After(d)
-		}
-	}
-	nextKill()
-	var clientKillTimer <-chan time.Time
-	nextClientKill := func() {
-		if cfg.ClientKills > 0 {
-			d := cfg.ClientKills/2 + time.Duration(rng.Int64N(int64(cfg.ClientKills)+1))
-			clientKillTimer = time.After(d)
-		}
-	}
-	nextClientKill()
+	killTimer := jitterAfter(rng, cfg.KillEvery)
+	clientKillTimer := jitterAfter(rng, cfg.ClientKills)
 	clientKills := 0
 loop:
 	for {
@@ -644,7 +630,7 @@ loop:
 			}
 			rep.ClientKills[typ]++
 			rep.ConnsKilled[typ] += int(n)
-			nextClientKill()
+			clientKillTimer = jitterAfter(rng, cfg.ClientKills)
 		case <-ctx.Done():
 			killAll()
 			return nil, ctx.Err()
@@ -691,7 +677,7 @@ loop:
 			running[slot] = nw
 			all = append(all, nw)
 			mu.Unlock()
-			nextKill()
+			killTimer = jitterAfter(rng, cfg.KillEvery)
 		}
 	}
 
@@ -910,4 +896,13 @@ func sortedCounts(m map[string]int) string {
 // dial connects a plain client to one server (no client-side cache).
 func dial(addr string) (rueidis.Client, error) {
 	return rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
+}
+
+// jitterAfter returns a channel that fires once, after a random time from
+// mean/2 to 3*mean/2; nil (never) when mean is not positive.
+func jitterAfter(rng *mrand.Rand, mean time.Duration) <-chan time.Time {
+	if mean <= 0 {
+		return nil
+	}
+	return time.After(mean/2 + time.Duration(rng.Int64N(int64(mean)+1)))
 }
