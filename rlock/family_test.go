@@ -210,11 +210,14 @@ func TestSpinLock(t *testing.T) {
 }
 
 // evalCalls is the server's count of EVALSHA calls.
-func evalCalls(t *testing.T, e *env) int64 {
+func evalCalls(t *testing.T, e *env) int64 { return commandCalls(t, e, "evalsha") }
+
+// commandCalls is the server's count of calls of command (lower case).
+func commandCalls(t *testing.T, e *env, command string) int64 {
 	info, err := e.do("INFO", "commandstats").ToString()
 	require.NoError(t, err)
 	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:calls="); ok {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+command+":calls="); ok {
 			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
 			require.NoError(t, err)
 			return n

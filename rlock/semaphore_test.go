@@ -458,12 +458,18 @@ func TestCountDownLatch(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 		res := make(chan bool, 1)
+		w := e.client().CountDownLatch(name)
+		gets := commandCalls(t, e, "get")
 		go func() {
-			ok, err := e.client().CountDownLatch(name).AwaitTimeout(ctx, 3*time.Second)
+			ok, err := w.AwaitTimeout(ctx, 3*time.Second)
 			assert.NoError(t, err)
 			res <- ok
 		}()
+		// The awaiter reads the count, subscribes and reads it again; a
+		// delete before that second read finds no latch, which is open
+		// (Redisson's too). Delete once it has read 1 while subscribed.
 		waitForSubscribers(t, e, rlock.LatchChannelName(name), 1)
+		require.Eventually(t, func() bool { return commandCalls(t, e, "get") >= gets+2 }, 10*time.Second, time.Millisecond)
 		ok, err = l.Delete(ctx)
 		require.NoError(t, err)
 		require.True(t, ok)
