@@ -25,6 +25,9 @@ type ClusterConfig struct {
 	NodeTimeout time.Duration
 	// Args are extra redis-server arguments for every node.
 	Args []string
+	// Secure, when set, turns on TLS (client ports, the cluster bus,
+	// replication) and logins on every node; see Secure.
+	Secure *Secure
 }
 
 // DefaultClusterConfig is the cluster Cluster starts: 3 masters with one
@@ -39,6 +42,7 @@ func DefaultClusterConfig() ClusterConfig {
 type RedisCluster struct {
 	nodes   []*Server // in start order
 	masters []string  // addresses of the masters at creation
+	secure  *Secure
 }
 
 // StartCluster starts cfg.Masters*(1+cfg.ReplicasPerMaster) cluster-enabled
@@ -58,6 +62,11 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*RedisCluster, error)
 	if _, err := exec.LookPath(cliBinary()); err != nil {
 		return nil, fmt.Errorf("redistest: cluster: %s not found on PATH; %s: %w", cliBinary(), installHint, err)
 	}
+	if cfg.Secure != nil {
+		if err := cfg.Secure.check(); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := defaultTimeout(ctx, time.Minute)
 	defer cancel()
 
@@ -70,17 +79,20 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*RedisCluster, error)
 				"--cluster-node-timeout", strconv.FormatInt(cfg.NodeTimeout.Milliseconds(), 10),
 			}, cfg.Args...),
 		}
+		if cfg.Secure != nil {
+			cfgs[i] = cfg.Secure.node(cfgs[i], "--tls-cluster", "yes")
+		}
 	}
 	nodes, err := startAll(ctx, cfgs, StartServer)
 	if err != nil {
 		return nil, fmt.Errorf("redistest: cluster: %w", err)
 	}
-	c := &RedisCluster{nodes: nodes}
+	c := &RedisCluster{nodes: nodes, secure: cfg.Secure}
 	fail := func(err error) (*RedisCluster, error) {
 		return nil, errors.Join(fmt.Errorf("redistest: cluster: %w", err), c.Close())
 	}
 
-	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	args := append(append(cfg.Secure.cliAuth(), "--cluster", "create"), c.Addrs()...)
 	args = append(args, "--cluster-replicas", strconv.Itoa(cfg.ReplicasPerMaster), "--cluster-yes")
 	if out, err := exec.CommandContext(ctx, cliBinary(), args...).CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("%s %s: %w\n%s", cliBinary(), strings.Join(args, " "), err, tail(string(out), 30)))
@@ -110,10 +122,20 @@ func (c *RedisCluster) Addrs() []string {
 	return addrs
 }
 
-// Node returns the node listening on addr, or nil.
+// TLSAddrs returns the TLS addresses of all nodes, in start order ("" for
+// each without Secure).
+func (c *RedisCluster) TLSAddrs() []string {
+	addrs := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		addrs[i] = n.TLSAddr
+	}
+	return addrs
+}
+
+// Node returns the node listening on addr (plain text or TLS), or nil.
 func (c *RedisCluster) Node(addr string) *Server {
 	for _, n := range c.nodes {
-		if n.Addr == addr {
+		if n.Addr == addr || (n.TLSAddr != "" && n.TLSAddr == addr) {
 			return n
 		}
 	}
@@ -131,7 +153,8 @@ func (c *RedisCluster) KillNode(addr string) error {
 }
 
 // ClientOption returns options for a rueidis cluster client whose
-// InitAddress is the running nodes among the masters at creation.
+// InitAddress is the running nodes among the masters at creation (in plain
+// text, as the admin when Secure).
 func (c *RedisCluster) ClientOption() rueidis.ClientOption {
 	var addrs []string
 	for _, a := range c.masters {
@@ -139,7 +162,28 @@ func (c *RedisCluster) ClientOption() rueidis.ClientOption {
 			addrs = append(addrs, a)
 		}
 	}
-	return rueidis.ClientOption{InitAddress: addrs}
+	o := rueidis.ClientOption{InitAddress: addrs}
+	if c.secure != nil {
+		o.Username, o.Password = "default", c.secure.AdminPassword
+	}
+	return o
+}
+
+// TLSClientOption returns options for a rueidis cluster client that logs
+// in as user over TLS (trusting the CA, no client certificate) to the
+// running masters at creation. It needs Secure.
+func (c *RedisCluster) TLSClientOption(user, password string) rueidis.ClientOption {
+	var addrs []string
+	for _, a := range c.masters {
+		if n := c.Node(a); n.Running() {
+			addrs = append(addrs, n.TLSAddr)
+		}
+	}
+	o := rueidis.ClientOption{InitAddress: addrs, Username: user, Password: password}
+	if c.secure != nil {
+		o.TLSConfig = c.secure.TLS.ClientConfig(false)
+	}
+	return o
 }
 
 // Client returns a new rueidis cluster client (see ClientOption) after
@@ -316,7 +360,8 @@ func (c *RedisCluster) BeginMoveSlot(ctx context.Context, slot uint16, to *Serve
 		return nil, err
 	}
 	s := strconv.Itoa(int(slot))
-	host, port, _ := strings.Cut(to.Addr, ":")
+	// MIGRATE speaks TLS when the cluster bus does.
+	host, port, _ := strings.Cut(c.secure.clientAddr(to), ":")
 	steps := []struct {
 		node *Server
 		args []string
@@ -346,7 +391,11 @@ func (c *RedisCluster) finishMove(ctx context.Context, slot uint16, from, to *Se
 		if len(ks) == 0 {
 			break
 		}
-		args := append([]string{"MIGRATE", host, port, "", "0", "5000", "KEYS"}, ks...)
+		args := []string{"MIGRATE", host, port, "", "0", "5000"}
+		if c.secure != nil {
+			args = append(args, "AUTH2", "default", c.secure.AdminPassword)
+		}
+		args = append(append(args, "KEYS"), ks...)
 		if _, err := from.Do(ctx, args...); err != nil {
 			return fmt.Errorf("redistest: move slot %d: MIGRATE: %w", slot, err)
 		}

@@ -30,6 +30,10 @@ type SentinelConfig struct {
 	FailoverTimeout time.Duration
 	// Args are extra redis-server arguments for the master and replicas.
 	Args []string
+	// Secure, when set, turns on TLS (client ports, replication, the
+	// Sentinels' links) and logins on every process; see Secure. The
+	// Sentinels then monitor and announce TLS addresses only.
+	Secure *Secure
 }
 
 // SentinelGroup is one master, its replicas and the Sentinels monitoring
@@ -41,6 +45,7 @@ type SentinelGroup struct {
 
 	data      []*Server // the initial master first, then the replicas
 	sentinels []*Server
+	secure    *Secure
 }
 
 // StartSentinel starts the master, the replicas (--replicaof the master)
@@ -63,21 +68,33 @@ func StartSentinel(ctx context.Context, cfg SentinelConfig) (*SentinelGroup, err
 	ctx, cancel := defaultTimeout(ctx, time.Minute)
 	defer cancel()
 
-	g := &SentinelGroup{MasterName: cfg.MasterName}
+	if cfg.Secure != nil {
+		if err := cfg.Secure.check(); err != nil {
+			return nil, err
+		}
+	}
+	g := &SentinelGroup{MasterName: cfg.MasterName, secure: cfg.Secure}
 	fail := func(err error) (*SentinelGroup, error) {
 		return nil, errors.Join(fmt.Errorf("redistest: sentinel: %w", err), g.Close())
 	}
-	master, err := StartServer(ctx, Config{Name: "sentinel-master", Args: cfg.Args})
+	data := func(c Config) Config {
+		if cfg.Secure != nil {
+			return cfg.Secure.node(c)
+		}
+		return c
+	}
+	master, err := StartServer(ctx, data(Config{Name: "sentinel-master", Args: cfg.Args}))
 	if err != nil {
 		return fail(err)
 	}
 	g.data = []*Server{master}
+	_, masterPort, _ := net.SplitHostPort(g.addrOf(master))
 	cfgs := make([]Config, cfg.Replicas)
 	for i := range cfgs {
-		cfgs[i] = Config{
+		cfgs[i] = data(Config{
 			Name: fmt.Sprintf("sentinel-replica-%d", i),
-			Args: append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(master.port)}, cfg.Args...),
-		}
+			Args: append([]string{"--replicaof", "127.0.0.1", masterPort}, cfg.Args...),
+		})
 	}
 	replicas, err := startAll(ctx, cfgs, StartServer)
 	if err != nil {
@@ -96,20 +113,35 @@ func StartSentinel(ctx context.Context, cfg SentinelConfig) (*SentinelGroup, err
 		return fail(err)
 	}
 
-	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d %[3]d\n"+
+	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]s %[3]d\n"+
 		"sentinel down-after-milliseconds %[1]s %[4]d\n"+
 		"sentinel failover-timeout %[1]s %[5]d\n"+
 		"sentinel parallel-syncs %[1]s 1\n",
-		cfg.MasterName, master.port, cfg.Quorum, cfg.DownAfter.Milliseconds(), cfg.FailoverTimeout.Milliseconds())
+		cfg.MasterName, masterPort, cfg.Quorum, cfg.DownAfter.Milliseconds(), cfg.FailoverTimeout.Milliseconds())
+	var secureArgs []string
+	if sec := cfg.Secure; sec != nil {
+		// The Sentinels log in to the data nodes and to each other as
+		// the admin, and talk TLS to both.
+		conf += fmt.Sprintf("sentinel auth-pass %s %s\nsentinel sentinel-pass %s\n", cfg.MasterName, sec.AdminPassword, sec.AdminPassword) +
+			sec.users(sec.SentinelUsers)
+		secureArgs = []string{"--tls-replication", "yes"}
+	}
 	cfgs = make([]Config, cfg.Sentinels)
 	for i := range cfgs {
 		cfgs[i] = Config{
+			Args: secureArgs,
 			Name: fmt.Sprintf("sentinel-%d", i), Sentinel: true, ConfigText: conf,
 			// Refresh INFO every 1s instead of 10s, so a demoted or
 			// restarted master is reconfigured as a replica quickly, and
 			// send hellos every 500ms instead of 2s, so Sentinels find
 			// each other quickly. Not persisted, so applied on every start.
 			afterStart: []string{"SENTINEL", "DEBUG", "INFO-PERIOD", "1000", "PUBLISH-PERIOD", "500"},
+		}
+	}
+	if sec := cfg.Secure; sec != nil {
+		for i := range cfgs {
+			cfgs[i].TLS = sec.TLS
+			cfgs[i].Username, cfgs[i].Password = "default", sec.AdminPassword
 		}
 	}
 	if g.sentinels, err = startAll(ctx, cfgs, StartServer); err != nil {
@@ -144,10 +176,14 @@ func (g *SentinelGroup) SentinelAddrs() []string {
 // first); after a failover their roles may differ.
 func (g *SentinelGroup) DataNodes() []*Server { return slices.Clone(g.data) }
 
-// Node returns the data node or Sentinel listening on addr, or nil.
+// addrOf is the address the Sentinels know n by: its TLS one when Secure.
+func (g *SentinelGroup) addrOf(n *Server) string { return g.secure.clientAddr(n) }
+
+// Node returns the data node or Sentinel listening on addr (plain text or
+// TLS), or nil.
 func (g *SentinelGroup) Node(addr string) *Server {
 	for _, s := range append(g.DataNodes(), g.sentinels...) {
-		if s.Addr == addr {
+		if s.Addr == addr || (s.TLSAddr != "" && s.TLSAddr == addr) {
 			return s
 		}
 	}
@@ -259,7 +295,7 @@ func (g *SentinelGroup) checkHealthy(ctx context.Context) error {
 	}
 	_, masterPort, _ := net.SplitHostPort(master)
 	for _, d := range g.data {
-		if d.Addr == master || !d.Running() {
+		if g.addrOf(d) == master || !d.Running() {
 			continue
 		}
 		info, err := d.DoString(ctx, "INFO", "replication")
@@ -308,8 +344,8 @@ func (g *SentinelGroup) checkHealthy(ctx context.Context) error {
 			flags[net.JoinHostPort(ri["ip"], ri["port"])] = ri["flags"]
 		}
 		for _, d := range g.data {
-			if d.Addr != master && d.Running() && flags[d.Addr] != "slave" {
-				return fmt.Errorf("%s: replica %s has flags %q", s, d.Addr, flags[d.Addr])
+			if a := g.addrOf(d); a != master && d.Running() && flags[a] != "slave" {
+				return fmt.Errorf("%s: replica %s has flags %q", s, a, flags[a])
 			}
 		}
 	}
@@ -358,12 +394,36 @@ func (g *SentinelGroup) isMaster(ctx context.Context, addr string) error {
 }
 
 // ClientOption returns options for a rueidis Sentinel client: InitAddress
-// is the Sentinels, Sentinel.MasterSet the master name.
+// is the Sentinels, Sentinel.MasterSet the master name. When Secure, it is
+// TLSClientOption for the admin.
 func (g *SentinelGroup) ClientOption() rueidis.ClientOption {
+	if sec := g.secure; sec != nil {
+		return g.TLSClientOption("default", sec.AdminPassword, "default", sec.AdminPassword)
+	}
 	return rueidis.ClientOption{
 		InitAddress: g.SentinelAddrs(),
 		Sentinel:    rueidis.SentinelOption{MasterSet: g.MasterName},
 	}
+}
+
+// TLSClientOption returns options for a rueidis Sentinel client that talks
+// TLS (trusting the CA, no client certificate) to the Sentinels, logging
+// in as sentinelUser, and to the data nodes, logging in as user. It needs
+// Secure.
+func (g *SentinelGroup) TLSClientOption(user, password, sentinelUser, sentinelPassword string) rueidis.ClientOption {
+	addrs := make([]string, len(g.sentinels))
+	for i, s := range g.sentinels {
+		addrs[i] = s.TLSAddr
+	}
+	o := rueidis.ClientOption{
+		InitAddress: addrs, Username: user, Password: password,
+		Sentinel: rueidis.SentinelOption{MasterSet: g.MasterName, Username: sentinelUser, Password: sentinelPassword},
+	}
+	if g.secure != nil {
+		o.TLSConfig = g.secure.TLS.ClientConfig(false)
+		o.Sentinel.TLSConfig = g.secure.TLS.ClientConfig(false)
+	}
+	return o
 }
 
 // Client returns a new rueidis Sentinel client (see ClientOption) after

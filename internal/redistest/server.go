@@ -39,6 +39,14 @@ type Config struct {
 	Username, Password string
 	// ACLFile, when set, is passed as --aclfile.
 	ACLFile string
+	// TLS, when set, makes the server listen with TLS too, on a second
+	// free port (Server.TLSAddr), with TLS's server certificate and CA.
+	// The harness keeps using the plain-text Addr. TLSAuthClients is
+	// tls-auth-clients: "yes" (client certificates required), "optional"
+	// (the default) or "no". It needs a server built with TLS support
+	// (Debian's and the Valkey wheel's are).
+	TLS            *TLSMaterial
+	TLSAuthClients string
 	// ClusterEnabled starts the server with --cluster-enabled yes, a
 	// free cluster bus port (--cluster-port) and nodes.conf in Dir.
 	ClusterEnabled bool
@@ -99,6 +107,9 @@ const (
 type Server struct {
 	// Addr is the host:port clients connect to.
 	Addr string
+	// TLSAddr is the host:port of the TLS listener ("" without
+	// Config.TLS); it too stays the same across Restart.
+	TLSAddr string
 	// Name labels the server in errors and logs.
 	Name string
 	// Dir is the server's private temporary directory ("" unless the
@@ -109,6 +120,7 @@ type Server struct {
 	kind      kind
 	port      int
 	busPort   int
+	tlsPort   int
 	terminate func(context.Context) error // kindDocker
 
 	mu     sync.Mutex
@@ -198,6 +210,9 @@ func (s *Server) pickPorts() error {
 	if s.cfg.ClusterEnabled {
 		n++
 	}
+	if s.cfg.TLS != nil {
+		n++
+	}
 	ports, err := freePorts(n)
 	if err != nil {
 		return fmt.Errorf("redistest: %s: choosing a free port: %w", s.Name, err)
@@ -207,9 +222,13 @@ func (s *Server) pickPorts() error {
 		s.port, ports = ports[0], ports[1:]
 	}
 	if s.cfg.ClusterEnabled {
-		s.busPort = ports[0]
+		s.busPort, ports = ports[0], ports[1:]
 	}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+	if s.cfg.TLS != nil {
+		s.tlsPort = ports[0]
+		s.TLSAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsPort))
+	}
 	return nil
 }
 
@@ -254,6 +273,18 @@ func (s *Server) args() []string {
 			"--cluster-enabled", "yes",
 			"--cluster-port", strconv.Itoa(s.busPort),
 			"--cluster-config-file", filepath.Join(s.Dir, "nodes.conf"))
+	}
+	if m := s.cfg.TLS; m != nil {
+		auth := s.cfg.TLSAuthClients
+		if auth == "" {
+			auth = "optional"
+		}
+		a = append(a,
+			"--tls-port", strconv.Itoa(s.tlsPort),
+			"--tls-cert-file", m.CertFile,
+			"--tls-key-file", m.KeyFile,
+			"--tls-ca-cert-file", m.CAFile,
+			"--tls-auth-clients", auth)
 	}
 	if s.cfg.ACLFile != "" {
 		a = append(a, "--aclfile", s.cfg.ACLFile)

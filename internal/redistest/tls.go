@@ -15,7 +15,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 )
@@ -85,6 +84,9 @@ func NewTLSMaterial(dir string) (*TLSMaterial, error) {
 			ExtKeyUsage:  []x509.ExtKeyUsage{usage},
 		}
 		if server {
+			// Servers present it to their peers too (replication, the
+			// cluster bus, Sentinel links).
+			tmpl.ExtKeyUsage = append(tmpl.ExtKeyUsage, x509.ExtKeyUsageClientAuth)
 			tmpl.DNSNames = []string{"localhost"}
 			tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}
 		}
@@ -130,10 +132,8 @@ func (m *TLSMaterial) ClientConfig(clientCert bool) *tls.Config {
 // TLSServer is a local redis-server that also listens with TLS.
 type TLSServer struct {
 	// Server is the server; its Addr is the plain-text port, which the
-	// harness uses (readiness probe, Do).
+	// harness uses (readiness probe, Do), and its TLSAddr the TLS one.
 	*Server
-	// TLSAddr is 127.0.0.1:port of the TLS listener.
-	TLSAddr string
 	// TLS is the certificate material the server uses.
 	TLS *TLSMaterial
 }
@@ -141,32 +141,17 @@ type TLSServer struct {
 // StartTLSServer starts a local redis-server (StartServer with cfg) that
 // listens with TLS on a second free port as well, using m's server
 // certificate and CA. authClients is Redis' tls-auth-clients: "yes"
-// (client certificates required), "optional" or "no". It needs a
-// redis-server built with TLS support (Debian's is).
+// (client certificates required), "optional" or "no".
 func StartTLSServer(ctx context.Context, cfg Config, m *TLSMaterial, authClients string) (*TLSServer, error) {
 	if cfg.Name == "" {
 		cfg.Name = "redis-tls"
 	}
-	base := cfg.Args
-	for i := 0; ; i++ {
-		ports, err := freePorts(1)
-		if err != nil {
-			return nil, fmt.Errorf("redistest: %s: choosing a TLS port: %w", cfg.Name, err)
-		}
-		cfg.Args = append(append([]string(nil), base...),
-			"--tls-port", strconv.Itoa(ports[0]),
-			"--tls-cert-file", m.CertFile,
-			"--tls-key-file", m.KeyFile,
-			"--tls-ca-cert-file", m.CAFile,
-			"--tls-auth-clients", authClients)
-		s, err := StartServer(ctx, cfg)
-		if err == nil {
-			return &TLSServer{Server: s, TLSAddr: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), TLS: m}, nil
-		}
-		if !errors.Is(err, errAddrInUse) || i == 4 || ctx.Err() != nil {
-			return nil, err
-		}
+	cfg.TLS, cfg.TLSAuthClients = m, authClients
+	s, err := StartServer(ctx, cfg)
+	if err != nil {
+		return nil, err
 	}
+	return &TLSServer{Server: s, TLS: m}, nil
 }
 
 // StandaloneTLS returns a local redis-server for t that accepts TLS
