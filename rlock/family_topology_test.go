@@ -102,7 +102,8 @@ func TestClusterFamily(t *testing.T) {
 				assert.NoError(t, r.Lock(octx))
 			}()
 		}
-		require.Eventually(t, func() bool { return b.Stats().Waiters == 3 }, 10*time.Second, time.Millisecond)
+		// Parked: subscribed (confirmed) and tried since.
+		require.Eventually(t, func() bool { return b.Stats().Parked == 3 }, 10*time.Second, time.Millisecond)
 		v, err := raw.Do(ctx, raw.B().PubsubShardnumsub().Channel(ch).Build()).ToArray()
 		require.NoError(t, err)
 		n, _ := v[1].AsInt64()

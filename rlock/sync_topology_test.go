@@ -83,7 +83,9 @@ func TestClusterSync(t *testing.T) {
 				assert.NoError(t, b.Semaphore(name).Acquire(ctx, 1))
 			}()
 		}
-		require.Eventually(t, func() bool { return b.Stats().Waiters == 3 }, 10*time.Second, time.Millisecond)
+		// Parked: subscribed (the server confirmed it) and tried since;
+		// Waiters counts a waiter before its subscription is confirmed.
+		require.Eventually(t, func() bool { return b.Stats().Parked == 3 }, 10*time.Second, time.Millisecond)
 		v, err := raw.Do(ctx, raw.B().PubsubShardnumsub().Channel(rlock.SemaphoreChannelName(name)).Build()).ToArray()
 		require.NoError(t, err)
 		n, _ := v[1].AsInt64()
