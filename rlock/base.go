@@ -243,9 +243,11 @@ func (l *base) IsLocked(ctx context.Context) (bool, error) {
 	if l.locked != nil {
 		return l.locked(ctx)
 	}
-	n, err := l.c.rc.Do(ctx, l.c.rc.B().Exists().Key(l.name).Build()).AsInt64()
+	rctx, cancel := l.c.bounded(ctx)
+	defer cancel()
+	n, err := l.c.rc.Do(rctx, l.c.rc.B().Exists().Key(l.name).Build()).AsInt64()
 	if err != nil {
-		return false, fmt.Errorf("rlock: %q: %w", l.name, err)
+		return false, fmt.Errorf("rlock: %q: %w", l.name, readErr(ctx, err))
 	}
 	return n == 1, nil
 }
@@ -262,12 +264,14 @@ func (l *base) HoldCount(ctx context.Context) (int, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	n, err := l.c.rc.Do(ctx, l.c.rc.B().Hget().Key(l.name).Field(l.field(ctx)).Build()).AsInt64()
+	rctx, cancel := l.c.bounded(ctx)
+	defer cancel()
+	n, err := l.c.rc.Do(rctx, l.c.rc.B().Hget().Key(l.name).Field(l.field(ctx)).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("rlock: %q: %w", l.name, err)
+		return 0, fmt.Errorf("rlock: %q: %w", l.name, readErr(ctx, err))
 	}
 	return int(n), nil
 }
@@ -278,9 +282,11 @@ func (l *base) RemainTTL(ctx context.Context) (time.Duration, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	ms, err := l.c.rc.Do(ctx, l.c.rc.B().Pttl().Key(l.name).Build()).AsInt64()
+	rctx, cancel := l.c.bounded(ctx)
+	defer cancel()
+	ms, err := l.c.rc.Do(rctx, l.c.rc.B().Pttl().Key(l.name).Build()).AsInt64()
 	if err != nil {
-		return 0, fmt.Errorf("rlock: %q: %w", l.name, err)
+		return 0, fmt.Errorf("rlock: %q: %w", l.name, readErr(ctx, err))
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }

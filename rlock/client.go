@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -277,8 +278,15 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 			err := rc.Do(ctx, rc.B().PubsubShardnumsub().Channel("0").Build()).Error()
 			cancel()
 			if err != nil {
-				if _, isRedis := rueidis.IsRedisErr(err); !isRedis {
+				re, isRedis := rueidis.IsRedisErr(err)
+				if !isRedis {
 					return nil, fmt.Errorf("rlock: probing sharded pub/sub support: %w", err)
+				}
+				if strings.HasPrefix(re.Error(), "NOPERM") {
+					// Not an answer: a silent fall-back to classic
+					// pub/sub would miss Redisson's sharded wake-ups.
+					return nil, fmt.Errorf("rlock: probing sharded pub/sub support with PUBSUB SHARDNUMSUB: %w "+
+						"(grant the user +pubsub|shardnumsub, or choose the pub/sub kind with WithPubSubMode)", err)
 				}
 			}
 			sharded = err == nil
@@ -341,6 +349,21 @@ func (c *Client) Close() error {
 	c.hub.Close()
 	c.table.Close()
 	return nil
+}
+
+// bounded returns ctx bounded by the command timeout, for one read. A
+// caller's context must not be the only bound: rueidis follows redirects
+// and retries reads until its context ends (a user without +asking, in a
+// slot migration, is redirected forever). Pass errors through readErr.
+func (c *Client) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, c.cfg.commandTimeout)
+}
+
+// readErr is the error of a read made under bounded(ctx): the command
+// timeout is reported as ErrTimeout, a denied command is named.
+func readErr(ctx context.Context, err error) error {
+	_, cerr := engine.Classify(ctx, err)
+	return cerr
 }
 
 // Stats is a snapshot of a Client's activity.

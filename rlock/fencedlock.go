@@ -56,12 +56,14 @@ func (l *FencedLock) Token(ctx context.Context) (int64, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	n, err := l.c.rc.Do(ctx, l.c.rc.B().Get().Key(TokenName(l.name)).Build()).AsInt64()
+	rctx, cancel := l.c.bounded(ctx)
+	defer cancel()
+	n, err := l.c.rc.Do(rctx, l.c.rc.B().Get().Key(TokenName(l.name)).Build()).AsInt64()
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("rlock: %q: token: %w", l.name, err)
+		return 0, fmt.Errorf("rlock: %q: token: %w", l.name, readErr(ctx, err))
 	}
 	return n, nil
 }

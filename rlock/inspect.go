@@ -43,18 +43,20 @@ func (l *base) Inspect(ctx context.Context) (Info, error) {
 	if l.c.PubSubSharded() {
 		numsub = rc.B().PubsubShardnumsub().Channel(l.spec.Channel).Build()
 	}
-	res := rc.DoMulti(ctx,
+	rctx, cancel := l.c.bounded(ctx)
+	defer cancel()
+	res := rc.DoMulti(rctx,
 		rc.B().Hgetall().Key(l.name).Build(),
 		rc.B().Pttl().Key(l.name).Build())
-	sub := rc.Do(ctx, numsub)
+	sub := rc.Do(rctx, numsub)
 	info := Info{Name: l.name}
 	fields, err := res[0].AsStrMap()
 	if err != nil {
-		return info, fmt.Errorf("rlock: %q: %w", l.name, err)
+		return info, fmt.Errorf("rlock: %q: %w", l.name, readErr(ctx, err))
 	}
 	ms, err := res[1].AsInt64()
 	if err != nil {
-		return info, fmt.Errorf("rlock: %q: %w", l.name, err)
+		return info, fmt.Errorf("rlock: %q: %w", l.name, readErr(ctx, err))
 	}
 	info.TTL = time.Duration(ms) * time.Millisecond
 	info.Locked = ms != -2
@@ -70,7 +72,7 @@ func (l *base) Inspect(ctx context.Context) (Info, error) {
 	if arr, err := sub.ToArray(); err == nil && len(arr) == 2 {
 		info.Subscribers, _ = arr[1].AsInt64()
 	} else if err != nil {
-		return info, fmt.Errorf("rlock: %q: %w", l.name, err)
+		return info, fmt.Errorf("rlock: %q: %w", l.name, readErr(ctx, err))
 	}
 	return info, nil
 }

@@ -290,8 +290,8 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lea
 			}
 			if o.Reply.Unsynced() {
 				s.undo(ctx, raw)
-				if unsynced >= e.X.Sync.Attempts {
-					return false, 0, fmt.Errorf("%w: %q: acquire, %d attempt(s)", ErrNoSyncedReplicas, s.name, unsynced)
+				if err := e.UnsyncedGiveUp(s.name, unsynced, o.Reply); err != nil {
+					return false, 0, err
 				}
 				if err := e.X.Sync.Sleep(ctx); err != nil {
 					return false, 0, err

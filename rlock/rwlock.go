@@ -102,19 +102,23 @@ func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
 			},
 		}
 		r.locked = func(ctx context.Context) (bool, error) {
-			n, err := scripts.ReadLocked.Exec(ctx, c.rc, []string{name}, nil).AsInt64()
+			rctx, cancel := c.bounded(ctx)
+			defer cancel()
+			n, err := scripts.ReadLocked.Exec(rctx, c.rc, []string{name}, nil).AsInt64()
 			if err != nil {
-				return false, fmt.Errorf("rlock: %q: %w", name, err)
+				return false, fmt.Errorf("rlock: %q: %w", name, readErr(ctx, err))
 			}
 			return n == 1, nil
 		}
 		w.locked = func(ctx context.Context) (bool, error) {
-			mode, err := c.rc.Do(ctx, c.rc.B().Hget().Key(name).Field("mode").Build()).ToString()
+			rctx, cancel := c.bounded(ctx)
+			defer cancel()
+			mode, err := c.rc.Do(rctx, c.rc.B().Hget().Key(name).Field("mode").Build()).ToString()
 			if rueidis.IsRedisNil(err) {
 				return false, nil
 			}
 			if err != nil {
-				return false, fmt.Errorf("rlock: %q: %w", name, err)
+				return false, fmt.Errorf("rlock: %q: %w", name, readErr(ctx, err))
 			}
 			return mode == "write", nil
 		}

@@ -157,8 +157,8 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (ok 
 			// them out again. Give them back and try again, as Redisson
 			// does (handleNoSync).
 			s.undo(ctx, arg)
-			if unsynced >= e.X.Sync.Attempts {
-				return false, 0, fmt.Errorf("%w: %q: acquire, %d attempt(s)", ErrNoSyncedReplicas, s.name, unsynced)
+			if err := e.UnsyncedGiveUp(s.name, unsynced, o.Reply); err != nil {
+				return false, 0, err
 			}
 			if err := e.X.Sync.Sleep(ctx); err != nil {
 				return false, 0, err

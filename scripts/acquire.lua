@@ -42,10 +42,19 @@ if prior > 0 and ARGV[5] == 'n' then
     return redis.status_reply('HELD')
 end
 if prior > 0 or redis.call('exists', KEYS[1]) == 0 then
+    -- Every call the ACL may deny comes before the hold is written: the
+    -- PEXPIRE (on a missing key it does nothing; on a re-entry the hold
+    -- is the caller's) and the token's INCR (a token no grant got is a
+    -- harmless gap), so a denied one leaves no hold without a TTL.
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    local token
+    if #KEYS == 3 then
+        token = redis.call('incr', KEYS[2])
+    end
     local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    if #KEYS == 3 then
-        return {n, redis.call('incr', KEYS[2])}
+    if token then
+        return {n, token}
     end
     return n
 end

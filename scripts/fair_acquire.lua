@@ -52,6 +52,10 @@ fair_cleanup(KEYS[2], KEYS[3], now)
 if redis.call('exists', KEYS[1]) == 0 then
     local head = redis.call('lindex', KEYS[2], 0)
     if not head or head == ARGV[2] then
+        -- PEXPIRE on the missing key first: it does nothing, and a user
+        -- whose ACL denies it fails here, before the queue changes or a
+        -- hold without a TTL is written.
+        redis.call('pexpire', KEYS[1], ARGV[1])
         redis.call('lpop', KEYS[2])
         redis.call('zrem', KEYS[3], ARGV[2])
         local waiting = redis.call('zrange', KEYS[3], 0, -1)

@@ -32,9 +32,13 @@ if prior ~= tonumber(ARGV[4]) then
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
+    -- The calls the ACL may deny come first (the timeout key expires by
+    -- itself; PEXPIRE on the missing hash does nothing), so a denied one
+    -- leaves no hold without a TTL.
+    redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
+    redis.call('pexpire', KEYS[1], ARGV[1])
     redis.call('hset', KEYS[1], 'mode', 'read')
     redis.call('hset', KEYS[1], ARGV[2], 1)
-    redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
     redis.call('pexpire', KEYS[1], ARGV[1])
     return 1
 end

@@ -21,6 +21,11 @@ import (
 	"crypto/sha1"
 	_ "embed"
 	"encoding/hex"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/redis/rueidis"
 )
@@ -132,10 +137,66 @@ type Script struct {
 	sha1 string
 }
 
-// New returns a Script for text; name is used only in String.
+// New returns a Script for text; name is used in String and in the
+// errors that Explain names.
 func New(name, text string) *Script {
 	sum := sha1.Sum([]byte(text))
-	return &Script{name: name, text: text, sha1: hex.EncodeToString(sum[:])}
+	s := &Script{name: name, text: text, sha1: hex.EncodeToString(sum[:])}
+	known.Store(s.sha1, s)
+	return s
+}
+
+// known maps the SHA-1 of every Script made by New to it, for Explain.
+var known sync.Map
+
+// deniedInScript is the tail of Redis' reply when a command a script
+// calls is denied by the caller's ACL: it names the script's SHA-1 and the
+// line, not the command.
+var deniedInScript = regexp.MustCompile(`can't run this command or subcommand script: ([0-9a-f]{40}), on @user_script:(\d+)`)
+
+// calledCommand finds the command of a redis.call or redis.pcall on a line:
+// a literal name, or a variable (the publish command a script is given).
+var calledCommand = regexp.MustCompile(`redis\.p?call\(\s*(?:'([a-zA-Z|]+)'|"([a-zA-Z|]+)"|([A-Za-z_][A-Za-z_0-9]*(?:\[\d+\])?))`)
+
+// Explain adds to err, when it is Redis' refusal of a command that one of
+// these scripts calls (the caller's ACL denies it), the command's name and
+// the script's line, which Redis' own message leaves out. Other errors are
+// returned as they are. The result still wraps err.
+func Explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	m := deniedInScript.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	v, ok := known.Load(m[1])
+	line, _ := strconv.Atoi(m[2])
+	if !ok {
+		return err
+	}
+	s := v.(*Script)
+	lines := strings.Split(s.text, "\n")
+	if line < 1 || line > len(lines) {
+		return err
+	}
+	var cmds []string
+	for _, c := range calledCommand.FindAllStringSubmatch(lines[line-1], -1) {
+		switch {
+		case c[1] != "":
+			cmds = append(cmds, strings.ToUpper(c[1]))
+		case c[2] != "":
+			cmds = append(cmds, strings.ToUpper(c[2]))
+		default:
+			// Every command passed in ARGV is the wake-up message's.
+			cmds = append(cmds, "PUBLISH (SPUBLISH on a cluster with sharded pub/sub)")
+		}
+	}
+	if len(cmds) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (the user's ACL denies %s, which line %d of the %s script calls)",
+		err, strings.Join(cmds, " or "), line, s.name)
 }
 
 // String returns the script's name.

@@ -2,7 +2,9 @@ package scripts_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/redis/rueidis"
@@ -198,4 +200,42 @@ func TestNoScriptFallback(t *testing.T) {
 	assert.Equal(t, []int64{0}, b)
 	assert.Nil(t, scripts.Renew.ExecMulti(ctx, rc, nil))
 	assert.Len(t, scripts.Acquire.SHA1(), 40)
+}
+
+// Explain names the command a script calls on the line Redis reports for
+// an ACL refusal, and leaves every other error alone.
+func TestExplainDeniedCommand(t *testing.T) {
+	line := func(s *scripts.Script, prefix string) int {
+		for i, l := range strings.Split(s.Text(), "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), prefix) {
+				return i + 1
+			}
+		}
+		t.Fatalf("%s: no line starts with %q", s, prefix)
+		return 0
+	}
+	denied := func(s *scripts.Script, n int) error {
+		return fmt.Errorf("The user executing the script can't run this command or subcommand script: %s, on @user_script:%d.", s.SHA1(), n)
+	}
+	n := line(scripts.Acquire, "local n = redis.call('hincrby'")
+	got := scripts.Explain(denied(scripts.Acquire, n)).Error()
+	if want := fmt.Sprintf("denies HINCRBY, which line %d of the acquire script calls", n); !strings.Contains(got, want) {
+		t.Errorf("got %q, want it to contain %q", got, want)
+	}
+	n = line(scripts.ForceUnlock, "redis.call(ARGV[2]")
+	if got := scripts.Explain(denied(scripts.ForceUnlock, n)).Error(); !strings.Contains(got, "denies PUBLISH") {
+		t.Errorf("a publish passed in ARGV: got %q", got)
+	}
+	other := errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
+	if scripts.Explain(other) != other {
+		t.Error("another error was changed")
+	}
+	unknown := fmt.Errorf("The user executing the script can't run this command or subcommand script: %040d, on @user_script:3.", 0)
+	if scripts.Explain(unknown) != unknown {
+		t.Error("an error of an unknown script was changed")
+	}
+	wrapped := denied(scripts.Acquire, 1)
+	if !errors.Is(scripts.Explain(wrapped), wrapped) {
+		t.Error("the result does not wrap the error")
+	}
 }

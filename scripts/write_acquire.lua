@@ -25,6 +25,9 @@ if prior ~= tonumber(ARGV[3]) then
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
+    -- PEXPIRE on the missing key first: it does nothing, and a user whose ACL
+    -- denies it fails here, before a hold without a TTL is written.
+    redis.call('pexpire', KEYS[1], ARGV[1])
     redis.call('hset', KEYS[1], 'mode', 'write')
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])

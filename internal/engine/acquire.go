@@ -45,7 +45,9 @@ func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, 
 		// background settling of the attempt does it (see try).
 		defer func() {
 			if queued && !ok && !errors.Is(err, ErrAlreadyHeld) && !errors.Is(err, hold.ErrClosed) && !errors.Is(err, ErrUnresolved) {
-				e.cancelWait(ctx, s, field, wait)
+				if cerr := e.cancelWait(ctx, s, field, wait); cerr != nil && err == nil {
+					err = fmt.Errorf("rlock: %q: leaving the fair lock's wait queue: %w", s.Name, cerr)
+				}
 			}
 		}()
 	}
@@ -275,11 +277,8 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 			if keep = e.undo(s, h); keep {
 				return 0, 0, false, fmt.Errorf("%w: %q: acquire: releasing the unsynced acquisition: outcome unknown", ErrNoSyncedReplicas, s.Name)
 			}
-			if attempt >= e.X.Sync.Attempts {
-				if out.Reply.SyncErr != nil {
-					return 0, 0, false, fmt.Errorf("%w: %q: acquire: %w", ErrNoSyncedReplicas, s.Name, out.Reply.SyncErr)
-				}
-				return 0, 0, false, fmt.Errorf("%w: %q: acquire: %d replica(s), %d attempt(s)", ErrNoSyncedReplicas, s.Name, out.Reply.Replicas, attempt)
+			if err := e.UnsyncedGiveUp(s.Name, attempt, out.Reply); err != nil {
+				return 0, 0, false, err
 			}
 			if err := e.X.Sync.Sleep(ctx); err != nil {
 				return 0, 0, false, err
@@ -326,4 +325,18 @@ func (e *Engine) undo(s *Spec, h *hold.Hold) (keep bool) {
 		}
 	}
 	return keep
+}
+
+// UnsyncedGiveUp returns the error that ends an acquisition whose write no
+// replica acknowledged (and which was given back) at its attempt-th try,
+// or nil to try again. A WAIT that Redis refused for good (NOPERM) ends it
+// at once: trying again cannot cure it.
+func (e *Engine) UnsyncedGiveUp(name string, attempt int, r Reply) error {
+	if attempt < e.X.Sync.Attempts && !SyncRefused(r.SyncErr) {
+		return nil
+	}
+	if r.SyncErr != nil {
+		return fmt.Errorf("%w: %q: acquire: %w", ErrNoSyncedReplicas, name, r.SyncErr)
+	}
+	return fmt.Errorf("%w: %q: acquire: %d replica(s), %d attempt(s)", ErrNoSyncedReplicas, name, r.Replicas, attempt)
 }

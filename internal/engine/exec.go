@@ -76,7 +76,8 @@ func Classify(callerCtx context.Context, err error) (Class, error) {
 				return NotRun, err
 			}
 		}
-		return Failed, err
+		// A command a script calls that the ACL denies: name it.
+		return Failed, scripts.Explain(err)
 	}
 	if errors.Is(err, rueidis.ErrClosing) {
 		return Closed, err
@@ -151,6 +152,20 @@ type deadlineCtx struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	until  time.Time // reuse it until then
+}
+
+// refusedError is a replica sync that Redis refused for good (NOPERM: the
+// user may not run WAIT): trying again cannot cure it.
+type refusedError struct{ err error }
+
+func (e *refusedError) Error() string { return e.err.Error() }
+func (e *refusedError) Unwrap() error { return e.err }
+
+// SyncRefused reports whether err is (or wraps) a replica sync that Redis
+// refused for good.
+func SyncRefused(err error) bool {
+	var r *refusedError
+	return errors.As(err, &r)
 }
 
 // Reply is the outcome of one script call.
@@ -272,7 +287,10 @@ func (e *Executor) wait(replicas int64) rueidis.Completed {
 func (e *Executor) acked(ctx context.Context, key string, replicas int64, res rueidis.RedisResult) (int64, error) {
 	acked, err := res.AsInt64()
 	if err != nil {
-		_, cerr := Classify(ctx, err)
+		class, cerr := Classify(ctx, err)
+		if class == Failed {
+			cerr = &refusedError{cerr}
+		}
 		return 0, fmt.Errorf("WAIT: %w", cerr)
 	}
 	if acked != replicas {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/goredisson/locks/internal/hold"
 )
 
@@ -19,21 +21,23 @@ import (
 // goes on in the background, still holding the slot; the entry, if it was
 // never removed, is dropped by the others' stale cleanup once its
 // reservation ends, as a dead Redisson waiter's is.
-func (e *Engine) cancelWait(ctx context.Context, s *Spec, field string, wait time.Duration) {
+func (e *Engine) cancelWait(ctx context.Context, s *Spec, field string, wait time.Duration) error {
 	uctx, cancel := context.WithTimeout(e.bgCtx, e.Budget)
 	defer cancel()
 	h, err := e.Table.Use(uctx, hold.Key{Kind: s.Kind, Name: s.Name, Field: field})
 	if err != nil {
-		return
+		return nil
 	}
 	// One command timeout in the caller's time (Redis answers at once
 	// when it is up); then the budget in the background.
 	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), min(e.Budget, e.X.Timeout))
 	defer scancel()
-	done, lost := e.sendCancel(sctx, s, h, field, wait)
-	if done {
+	done, lost, refused := e.sendCancel(sctx, s, h, field, wait)
+	if done || refused != nil {
+		// A refusal for good (NOPERM) is the caller's to see: the
+		// entry stays until its reservation ends.
 		e.Table.Done(h)
-		return
+		return refused
 	}
 	e.bg.Add(1)
 	go func() {
@@ -47,6 +51,7 @@ func (e *Engine) cancelWait(ctx context.Context, s *Spec, field string, wait tim
 		}
 		e.leaveQueue(s, h, field, wait)
 	}()
+	return nil
 }
 
 // leaveQueue is sendCancel in the background, within the budget, for a
@@ -54,16 +59,17 @@ func (e *Engine) cancelWait(ctx context.Context, s *Spec, field string, wait tim
 func (e *Engine) leaveQueue(s *Spec, h *hold.Hold, field string, wait time.Duration) {
 	bctx, cancel := context.WithTimeout(e.bgCtx, e.Budget)
 	defer cancel()
-	if done, _ := e.sendCancel(bctx, s, h, field, wait); !done && !e.Closed() {
-		e.X.Log.Warn("rlock: leaving a fair lock's queue failed; the entry, if any, is dropped when its reservation ends", "lock", s.Name)
+	if done, _, refused := e.sendCancel(bctx, s, h, field, wait); !done && !e.Closed() {
+		e.X.Log.Warn("rlock: leaving a fair lock's queue failed; the entry, if any, is dropped when its reservation ends", "lock", s.Name, "err", refused)
 	}
 }
 
 // sendCancel sends the cancel call until it has run (done), fencing and
 // resending after a lost reply, while ctx lives. lost is the last call when
 // its outcome is unknown (its reply was lost and the fence did not get
-// through before ctx ended).
-func (e *Engine) sendCancel(ctx context.Context, s *Spec, h *hold.Hold, field string, wait time.Duration) (done bool, lost *Call) {
+// through before ctx ended); refused is Redis' refusal for good (NOPERM,
+// ...), which no resend cures.
+func (e *Engine) sendCancel(ctx context.Context, s *Spec, h *hold.Hold, field string, wait time.Duration) (done bool, lost *Call, refused error) {
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(e.Budget)
@@ -79,15 +85,29 @@ func (e *Engine) sendCancel(ctx context.Context, s *Spec, h *hold.Hold, field st
 		switch {
 		case err == nil && out.Fenced:
 			if ctx.Err() != nil {
-				return false, nil
+				return false, nil, nil
 			}
 			continue // the lost call ran or never will: send it again
 		case err == nil:
-			return true, nil
+			return true, nil, nil
 		case errors.Is(err, ErrUnresolved):
-			return false, call
+			return false, call, nil
+		case failedForGood(err):
+			return false, nil, err // failed for good (a NotRun is resent until ctx ends)
 		default:
-			return false, nil // refused until ctx ended, or failed for good
+			return false, nil, nil // refused until ctx ended
 		}
 	}
+}
+
+// failedForGood reports whether err is (or wraps) an error reply of Redis
+// that a resend will not cure (NOPERM, WRONGTYPE, ...; not BUSY or
+// TRYAGAIN).
+func failedForGood(err error) bool {
+	var re *rueidis.RedisError
+	if !errors.As(err, &re) {
+		return false
+	}
+	class, _ := Classify(context.Background(), re)
+	return class == Failed
 }

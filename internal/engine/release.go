@@ -251,7 +251,7 @@ func (e *Engine) syncSettled(ctx context.Context, name string) Reply {
 func (e *Engine) resync(ctx context.Context, name string, r Reply) error {
 	rs := &e.X.Sync
 	acked, replicas, err := r.Acked, r.Replicas, r.SyncErr
-	for attempt := 1; attempt < rs.Attempts && (err != nil || acked == 0); attempt++ {
+	for attempt := 1; attempt < rs.Attempts && (err != nil || acked == 0) && !SyncRefused(err); attempt++ {
 		if serr := rs.Sleep(ctx); serr != nil {
 			break
 		}
