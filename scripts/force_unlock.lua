@@ -24,10 +24,13 @@ if done then
 end
 local r = 0
 if ARGV[4] == nil or redis.call('hget', KEYS[1], 'mode') == ARGV[4] then
-    if redis.call('del', KEYS[1]) == 1 then
+    if redis.call('exists', KEYS[1]) == 1 then
+        -- The message before the DEL (no one can tell): a PUBLISH the
+        -- ACL denies fails the call with the lock untouched.
         if ARGV[2] ~= '' then
             redis.call(ARGV[2], KEYS[2], ARGV[1])
         end
+        redis.call('del', KEYS[1])
         r = 1
     end
 end

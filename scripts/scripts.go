@@ -108,22 +108,22 @@ var (
 
 	// The fair lock's scripts share the functions of fair_prelude.lua,
 	// which runs first.
-	FairAcquire     = New("fair_acquire", fairPrelude+fairAcquireText)
-	FairUnlock      = New("fair_unlock", fairPrelude+fairUnlockText)
-	FairCancel      = New("fair_cancel", fairPrelude+fairCancelText)
-	FairForceUnlock = New("fair_force_unlock", fairPrelude+fairForceUnlockText)
+	FairAcquire     = joined("fair_acquire", source{"fair_prelude.lua", fairPrelude}, source{"fair_acquire.lua", fairAcquireText})
+	FairUnlock      = joined("fair_unlock", source{"fair_prelude.lua", fairPrelude}, source{"fair_unlock.lua", fairUnlockText})
+	FairCancel      = joined("fair_cancel", source{"fair_prelude.lua", fairPrelude}, source{"fair_cancel.lua", fairCancelText})
+	FairForceUnlock = joined("fair_force_unlock", source{"fair_prelude.lua", fairPrelude}, source{"fair_force_unlock.lua", fairForceUnlockText})
 
 	// The synchronizers' write scripts run sync_prelude.lua first: a
 	// fence check and record(v), which keeps the outcome of a call that
 	// changed data for SyncFence to read after a lost reply.
 	SyncFence   = New("sync_fence", syncFenceText)
-	SemAcquire  = New("sem_acquire", syncPrelude+semAcquireText)
-	SemUpdate   = New("sem_update", syncPrelude+semUpdateText)
-	PsemAcquire = New("psem_acquire", syncPrelude+psemAcquireText)
-	PsemRelease = New("psem_release", syncPrelude+psemPrelude+psemReleaseText)
-	PsemUpdate  = New("psem_update", syncPrelude+psemUpdateText)
-	PsemQuery   = New("psem_query", psemPrelude+psemQueryText)
-	LatchUpdate = New("latch_update", syncPrelude+latchUpdateText)
+	SemAcquire  = joined("sem_acquire", source{"sync_prelude.lua", syncPrelude}, source{"sem_acquire.lua", semAcquireText})
+	SemUpdate   = joined("sem_update", source{"sync_prelude.lua", syncPrelude}, source{"sem_update.lua", semUpdateText})
+	PsemAcquire = joined("psem_acquire", source{"sync_prelude.lua", syncPrelude}, source{"psem_acquire.lua", psemAcquireText})
+	PsemRelease = joined("psem_release", source{"sync_prelude.lua", syncPrelude}, source{"psem_prelude.lua", psemPrelude}, source{"psem_release.lua", psemReleaseText})
+	PsemUpdate  = joined("psem_update", source{"sync_prelude.lua", syncPrelude}, source{"psem_update.lua", psemUpdateText})
+	PsemQuery   = joined("psem_query", source{"psem_prelude.lua", psemPrelude}, source{"psem_query.lua", psemQueryText})
+	LatchUpdate = joined("latch_update", source{"sync_prelude.lua", syncPrelude}, source{"latch_update.lua", latchUpdateText})
 
 	// Inspect reads, for the rlock tool, every key a lock or synchronizer
 	// of one name keeps; it writes nothing.
@@ -132,27 +132,65 @@ var (
 
 // Script is a Lua script with its SHA-1, safe for concurrent use.
 type Script struct {
-	name string
-	text string
-	sha1 string
+	name  string
+	text  string
+	sha1  string
+	parts []part // the .lua files it is made of, in order
+}
+
+// part is one .lua file of a script: its name and the script's line on
+// which it starts.
+type part struct {
+	file  string
+	first int
+}
+
+// source is the text of one embedded .lua file, with the file's name.
+type source struct{ file, text string }
+
+// joined returns the Script made of sources, one after the other (a
+// prelude's functions, then the script that uses them).
+func joined(name string, sources ...source) *Script {
+	var text strings.Builder
+	var parts []part
+	line := 1
+	for _, src := range sources {
+		parts = append(parts, part{src.file, line})
+		text.WriteString(src.text)
+		line += strings.Count(src.text, "\n")
+	}
+	s := New(name, text.String())
+	s.parts = parts
+	return s
 }
 
 // New returns a Script for text; name is used in String and in the
 // errors that Explain names.
 func New(name, text string) *Script {
 	sum := sha1.Sum([]byte(text))
-	s := &Script{name: name, text: text, sha1: hex.EncodeToString(sum[:])}
+	s := &Script{name: name, text: text, sha1: hex.EncodeToString(sum[:]), parts: []part{{name + ".lua", 1}}}
 	known.Store(s.sha1, s)
 	return s
+}
+
+// fileLine maps a line of the script to a .lua file and its line there.
+func (s *Script) fileLine(line int) (string, int) {
+	p := s.parts[0]
+	for _, q := range s.parts {
+		if q.first <= line {
+			p = q
+		}
+	}
+	return p.file, line - p.first + 1
 }
 
 // known maps the SHA-1 of every Script made by New to it, for Explain.
 var known sync.Map
 
-// deniedInScript is the tail of Redis' reply when a command a script
-// calls is denied by the caller's ACL: it names the script's SHA-1 and the
-// line, not the command.
-var deniedInScript = regexp.MustCompile(`can't run this command or subcommand script: ([0-9a-f]{40}), on @user_script:(\d+)`)
+// deniedInScript is the tail of Redis' (7.0) reply when the caller's ACL
+// denies a call a script makes (a command, a key or a channel): it names
+// the script's SHA-1 and the line, not the command.
+var deniedInScript = regexp.MustCompile(`script: ([0-9a-f]{40}), on @user_script:(\d+)`)
 
 // calledCommand finds the command of a redis.call or redis.pcall on a line:
 // a literal name, or a variable (the publish command a script is given).
@@ -195,8 +233,9 @@ func Explain(err error) error {
 	if len(cmds) == 0 {
 		return err
 	}
-	return fmt.Errorf("%w (the user's ACL denies %s, which line %d of the %s script calls)",
-		err, strings.Join(cmds, " or "), line, s.name)
+	file, at := s.fileLine(line)
+	return fmt.Errorf("%w (the user's ACL denies %s, which %s calls at line %d, in the %s script)",
+		err, strings.Join(cmds, " or "), file, at, s.name)
 }
 
 // String returns the script's name.

@@ -219,8 +219,15 @@ func TestExplainDeniedCommand(t *testing.T) {
 	}
 	n := line(scripts.Acquire, "local n = redis.call('hincrby'")
 	got := scripts.Explain(denied(scripts.Acquire, n)).Error()
-	if want := fmt.Sprintf("denies HINCRBY, which line %d of the acquire script calls", n); !strings.Contains(got, want) {
+	if want := fmt.Sprintf("denies HINCRBY, which acquire.lua calls at line %d, in the acquire script", n); !strings.Contains(got, want) {
 		t.Errorf("got %q, want it to contain %q", got, want)
+	}
+	// A line of a script made of a prelude and a file is reported in the
+	// file it comes from.
+	n = line(scripts.FairAcquire, "if redis.call('exists', KEYS[1]) == 0 then")
+	got = scripts.Explain(denied(scripts.FairAcquire, n)).Error()
+	if want := "denies EXISTS, which fair_acquire.lua calls at line "; !strings.Contains(got, want) || strings.Contains(got, fmt.Sprintf("at line %d,", n)) {
+		t.Errorf("got %q, want %q with the line in fair_acquire.lua, not %d", got, want, n)
 	}
 	n = line(scripts.ForceUnlock, "redis.call(ARGV[2]")
 	if got := scripts.Explain(denied(scripts.ForceUnlock, n)).Error(); !strings.Contains(got, "denies PUBLISH") {

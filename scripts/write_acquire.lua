@@ -34,9 +34,9 @@ if mode == false then
     return 1
 end
 if mode == 'write' and prior > 0 then
-    local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    -- The TTL before the count, so a denied PEXPIRE adds no level.
     local ttl = redis.call('pttl', KEYS[1])
     redis.call('pexpire', KEYS[1], ttl + tonumber(ARGV[1]))
-    return n
+    return redis.call('hincrby', KEYS[1], ARGV[2], 1)
 end
 return -2 - redis.call('pttl', KEYS[1])
