@@ -243,11 +243,13 @@ func (l *base) IsLocked(ctx context.Context) (bool, error) {
 	if l.locked != nil {
 		return l.locked(ctx)
 	}
-	rctx, cancel := l.c.bounded(ctx)
-	defer cancel()
-	n, err := l.c.rc.Do(rctx, l.c.rc.B().Exists().Key(l.name).Build()).AsInt64()
+	var n int64
+	err := l.c.read(ctx, func(ctx context.Context) (err error) {
+		n, err = l.c.rc.Do(ctx, l.c.rc.B().Exists().Key(l.name).Build()).AsInt64()
+		return err
+	})
 	if err != nil {
-		return false, fmt.Errorf("rlock: %q: %w", l.name, readErr(ctx, err))
+		return false, fmt.Errorf("rlock: %q: %w", l.name, err)
 	}
 	return n == 1, nil
 }
@@ -264,14 +266,17 @@ func (l *base) HoldCount(ctx context.Context) (int, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	rctx, cancel := l.c.bounded(ctx)
-	defer cancel()
-	n, err := l.c.rc.Do(rctx, l.c.rc.B().Hget().Key(l.name).Field(l.field(ctx)).Build()).AsInt64()
+	var n int64
+	field := l.field(ctx)
+	err := l.c.read(ctx, func(ctx context.Context) (err error) {
+		n, err = l.c.rc.Do(ctx, l.c.rc.B().Hget().Key(l.name).Field(field).Build()).AsInt64()
+		return err
+	})
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("rlock: %q: %w", l.name, readErr(ctx, err))
+		return 0, fmt.Errorf("rlock: %q: %w", l.name, err)
 	}
 	return int(n), nil
 }
@@ -282,11 +287,13 @@ func (l *base) RemainTTL(ctx context.Context) (time.Duration, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	rctx, cancel := l.c.bounded(ctx)
-	defer cancel()
-	ms, err := l.c.rc.Do(rctx, l.c.rc.B().Pttl().Key(l.name).Build()).AsInt64()
+	var ms int64
+	err := l.c.read(ctx, func(ctx context.Context) (err error) {
+		ms, err = l.c.rc.Do(ctx, l.c.rc.B().Pttl().Key(l.name).Build()).AsInt64()
+		return err
+	})
 	if err != nil {
-		return 0, fmt.Errorf("rlock: %q: %w", l.name, readErr(ctx, err))
+		return 0, fmt.Errorf("rlock: %q: %w", l.name, err)
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }

@@ -152,7 +152,9 @@ func WithPubSubMode(m PubSubMode) Option {
 // TRYAGAIN, LOADING, ...) is retried with back-off, and one whose reply was
 // lost is settled, for up to 4 command timeouts (Redisson's retryAttempts),
 // or as long as a waiter's wait lasts. A call with no reply within the
-// timeout returns an error wrapping ErrTimeout, not the context's.
+// timeout returns an error wrapping ErrTimeout, not the context's. Reads
+// (IsLocked, HoldCount, RemainTTL, Inspect, Token, ...) are bounded the
+// same way: each attempt by the timeout, retried within the same budget.
 func WithCommandTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
@@ -351,19 +353,36 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// bounded returns ctx bounded by the command timeout, for one read. A
-// caller's context must not be the only bound: rueidis follows redirects
-// and retries reads until its context ends (a user without +asking, in a
-// slot migration, is redirected forever). Pass errors through readErr.
-func (c *Client) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, c.cfg.commandTimeout)
-}
-
-// readErr is the error of a read made under bounded(ctx): the command
-// timeout is reported as ErrTimeout, a denied command is named.
-func readErr(ctx context.Context, err error) error {
-	_, cerr := engine.Classify(ctx, err)
-	return cerr
+// read runs try, an idempotent read, with each attempt bounded by the
+// command timeout, and again after a refusal (BUSY, TRYAGAIN, ...) or a
+// lost reply until the budget (retry attempts × command timeout) is
+// spent. The caller's context must not be the only bound: rueidis follows
+// redirects until its context ends (a user without +asking, in a slot
+// migration, is redirected forever). A nil reply is returned as it is
+// (rueidis.IsRedisNil); other errors are classified: the command timeout
+// as ErrTimeout, a denied command named.
+func (c *Client) read(ctx context.Context, try func(ctx context.Context) error) error {
+	deadline := time.Now().Add(c.eng.Budget)
+	var bo engine.Backoff
+	for {
+		cctx, cancel := context.WithTimeout(ctx, c.cfg.commandTimeout)
+		err := try(cctx)
+		cancel()
+		if err == nil || rueidis.IsRedisNil(err) {
+			return err
+		}
+		class, cerr := engine.Classify(ctx, err)
+		if class == engine.Failed || class == engine.Closed || ctx.Err() != nil {
+			return cerr
+		}
+		d := bo.Next()
+		if time.Now().Add(d).After(deadline) {
+			return cerr
+		}
+		if err := sleepCtx(ctx, d); err != nil {
+			return err
+		}
+	}
 }
 
 // Stats is a snapshot of a Client's activity.

@@ -56,14 +56,16 @@ func (l *FencedLock) Token(ctx context.Context) (int64, error) {
 	if l.err != nil {
 		return 0, l.err
 	}
-	rctx, cancel := l.c.bounded(ctx)
-	defer cancel()
-	n, err := l.c.rc.Do(rctx, l.c.rc.B().Get().Key(TokenName(l.name)).Build()).AsInt64()
+	var n int64
+	err := l.c.read(ctx, func(ctx context.Context) (err error) {
+		n, err = l.c.rc.Do(ctx, l.c.rc.B().Get().Key(TokenName(l.name)).Build()).AsInt64()
+		return err
+	})
 	if rueidis.IsRedisNil(err) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("rlock: %q: token: %w", l.name, readErr(ctx, err))
+		return 0, fmt.Errorf("rlock: %q: token: %w", l.name, err)
 	}
 	return n, nil
 }

@@ -42,11 +42,12 @@ func (l *base) HoldContext(ctx context.Context) (context.Context, error) {
 		return nil, fmt.Errorf("%w: %q", ErrNotHeld, l.name)
 	}
 	context.AfterFunc(hctx, func() { l.c.table.Unwatch(k, id) })
-	rctx, rcancel := l.c.bounded(ctx)
-	held, err := l.c.rc.Do(rctx, l.c.rc.B().Hexists().Key(l.name).Field(k.Field).Build()).AsBool()
-	rcancel()
+	var held bool
+	err = l.c.read(ctx, func(ctx context.Context) (err error) {
+		held, err = l.c.rc.Do(ctx, l.c.rc.B().Hexists().Key(l.name).Field(k.Field).Build()).AsBool()
+		return err
+	})
 	if err != nil {
-		err = readErr(ctx, err)
 		cancel(err)
 		return nil, fmt.Errorf("rlock: %q: %w", l.name, err)
 	}

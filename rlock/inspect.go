@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/goredisson/locks/internal/owner"
 )
 
@@ -39,24 +41,21 @@ func (l *base) Inspect(ctx context.Context) (Info, error) {
 		return Info{}, l.err
 	}
 	rc := l.c.rc
-	numsub := rc.B().PubsubNumsub().Channel(l.spec.Channel).Build()
-	if l.c.PubSubSharded() {
-		numsub = rc.B().PubsubShardnumsub().Channel(l.spec.Channel).Build()
-	}
-	rctx, cancel := l.c.bounded(ctx)
-	defer cancel()
-	res := rc.DoMulti(rctx,
-		rc.B().Hgetall().Key(l.name).Build(),
-		rc.B().Pttl().Key(l.name).Build())
-	sub := rc.Do(rctx, numsub)
 	info := Info{Name: l.name}
-	fields, err := res[0].AsStrMap()
+	var fields map[string]string
+	var ms int64
+	err := l.c.read(ctx, func(ctx context.Context) (err error) {
+		res := rc.DoMulti(ctx,
+			rc.B().Hgetall().Key(l.name).Build(),
+			rc.B().Pttl().Key(l.name).Build())
+		if fields, err = res[0].AsStrMap(); err != nil {
+			return err
+		}
+		ms, err = res[1].AsInt64()
+		return err
+	})
 	if err != nil {
-		return info, fmt.Errorf("rlock: %q: %w", l.name, readErr(ctx, err))
-	}
-	ms, err := res[1].AsInt64()
-	if err != nil {
-		return info, fmt.Errorf("rlock: %q: %w", l.name, readErr(ctx, err))
+		return info, fmt.Errorf("rlock: %q: %w", l.name, err)
 	}
 	info.TTL = time.Duration(ms) * time.Millisecond
 	info.Locked = ms != -2
@@ -69,10 +68,15 @@ func (l *base) Inspect(ctx context.Context) (Info, error) {
 		}
 		info.Holders = append(info.Holders, parseHolder(f, v))
 	}
-	if arr, err := sub.ToArray(); err == nil && len(arr) == 2 {
-		info.Subscribers, _ = arr[1].AsInt64()
-	} else if err != nil {
-		return info, fmt.Errorf("rlock: %q: %w", l.name, readErr(ctx, err))
+	err = l.c.read(ctx, func(ctx context.Context) error {
+		arr, err := rc.Do(ctx, l.numsub()).ToArray()
+		if err == nil && len(arr) == 2 {
+			info.Subscribers, _ = arr[1].AsInt64()
+		}
+		return err
+	})
+	if err != nil {
+		return info, fmt.Errorf("rlock: %q: %w", l.name, err)
 	}
 	return info, nil
 }
@@ -84,4 +88,13 @@ func parseHolder(field, value string) Holder {
 	h.Count, _ = strconv.Atoi(value)
 	h.ClientID, h.OwnerID, _ = owner.ParseField(field)
 	return h
+}
+
+// numsub is the command that counts the subscribers of the lock's channel.
+func (l *base) numsub() rueidis.Completed {
+	rc := l.c.rc
+	if l.c.PubSubSharded() {
+		return rc.B().PubsubShardnumsub().Channel(l.spec.Channel).Build()
+	}
+	return rc.B().PubsubNumsub().Channel(l.spec.Channel).Build()
 }

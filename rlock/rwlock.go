@@ -102,23 +102,27 @@ func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
 			},
 		}
 		r.locked = func(ctx context.Context) (bool, error) {
-			rctx, cancel := c.bounded(ctx)
-			defer cancel()
-			n, err := scripts.ReadLocked.Exec(rctx, c.rc, []string{name}, nil).AsInt64()
+			var n int64
+			err := c.read(ctx, func(ctx context.Context) (err error) {
+				n, err = scripts.ReadLocked.Exec(ctx, c.rc, []string{name}, nil).AsInt64()
+				return err
+			})
 			if err != nil {
-				return false, fmt.Errorf("rlock: %q: %w", name, readErr(ctx, err))
+				return false, fmt.Errorf("rlock: %q: %w", name, err)
 			}
 			return n == 1, nil
 		}
 		w.locked = func(ctx context.Context) (bool, error) {
-			rctx, cancel := c.bounded(ctx)
-			defer cancel()
-			mode, err := c.rc.Do(rctx, c.rc.B().Hget().Key(name).Field("mode").Build()).ToString()
+			var mode string
+			err := c.read(ctx, func(ctx context.Context) (err error) {
+				mode, err = c.rc.Do(ctx, c.rc.B().Hget().Key(name).Field("mode").Build()).ToString()
+				return err
+			})
 			if rueidis.IsRedisNil(err) {
 				return false, nil
 			}
 			if err != nil {
-				return false, fmt.Errorf("rlock: %q: %w", name, readErr(ctx, err))
+				return false, fmt.Errorf("rlock: %q: %w", name, err)
 			}
 			return mode == "write", nil
 		}

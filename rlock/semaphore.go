@@ -213,27 +213,15 @@ func (c *Client) recorded(ctx context.Context, call *engine.RecCall, what string
 // refused or whose reply was lost (a read may be sent again) within the
 // budget.
 func (c *Client) getInt(ctx context.Context, key string) (int64, error) {
-	deadline := time.Now().Add(c.eng.Budget)
-	var bo engine.Backoff
-	for {
-		cctx, cancel := context.WithTimeout(ctx, c.cfg.commandTimeout)
-		v, err := c.rc.Do(cctx, c.rc.B().Get().Key(key).Build()).AsInt64()
-		cancel()
-		if err == nil || rueidis.IsRedisNil(err) {
-			return v, nil
-		}
-		class, cerr := engine.Classify(ctx, err)
-		if class == engine.Failed || class == engine.Closed || ctx.Err() != nil {
-			return 0, fmt.Errorf("rlock: %q: GET: %w", key, cerr)
-		}
-		d := bo.Next()
-		if time.Now().Add(d).After(deadline) {
-			return 0, fmt.Errorf("rlock: %q: GET: %w", key, cerr)
-		}
-		if err := sleepCtx(ctx, d); err != nil {
-			return 0, err
-		}
+	var v int64
+	err := c.read(ctx, func(ctx context.Context) (err error) {
+		v, err = c.rc.Do(ctx, c.rc.B().Get().Key(key).Build()).AsInt64()
+		return err
+	})
+	if err != nil && !rueidis.IsRedisNil(err) {
+		return 0, fmt.Errorf("rlock: %q: GET: %w", key, err)
 	}
+	return v, nil
 }
 
 // checkSyncName checks a synchronizer's name: not empty, and on a cluster

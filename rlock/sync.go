@@ -23,7 +23,8 @@ const (
 // renewal is idempotent and sent again next period). When none acknowledges, an
 // acquisition is released again and retried up to attempts times, spaced
 // by a random delay in [delay, 2*delay]; then it fails with
-// ErrNoSyncedReplicas. An unlock or force unlock is never run again: the
+// ErrNoSyncedReplicas (at once, without retries, when the ACL denies WAIT).
+// An unlock or force unlock is never run again: the
 // client waits again for the replicas (a harmless write in the lock's slot
 // followed by WAIT, which covers every earlier write), and reports
 // ErrNoSyncedReplicas, with the unlock done on the master, if none ever

@@ -45,8 +45,13 @@ func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, 
 		// background settling of the attempt does it (see try).
 		defer func() {
 			if queued && !ok && !errors.Is(err, ErrAlreadyHeld) && !errors.Is(err, hold.ErrClosed) && !errors.Is(err, ErrUnresolved) {
-				if cerr := e.cancelWait(ctx, s, field, wait); cerr != nil && err == nil {
-					err = fmt.Errorf("rlock: %q: leaving the fair lock's wait queue: %w", s.Name, cerr)
+				if cerr := e.cancelWait(ctx, s, field, wait); cerr != nil {
+					if err == nil {
+						err = fmt.Errorf("rlock: %q: leaving the fair lock's wait queue: %w", s.Name, cerr)
+					} else {
+						e.X.Log.Warn("rlock: leaving a fair lock's queue was refused; the entry is dropped when its reservation ends",
+							"lock", s.Name, "err", cerr)
+					}
 				}
 			}
 		}()

@@ -287,9 +287,9 @@ func (e *Executor) wait(replicas int64) rueidis.Completed {
 func (e *Executor) acked(ctx context.Context, key string, replicas int64, res rueidis.RedisResult) (int64, error) {
 	acked, err := res.AsInt64()
 	if err != nil {
-		class, cerr := Classify(ctx, err)
-		if class == Failed {
-			cerr = &refusedError{cerr}
+		_, cerr := Classify(ctx, err)
+		if re, ok := rueidis.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "NOPERM") {
+			cerr = &refusedError{cerr} // the ACL denies WAIT: no retry cures it
 		}
 		return 0, fmt.Errorf("WAIT: %w", cerr)
 	}
