@@ -73,7 +73,7 @@ var (
 // them, and why.
 var aclUnnamed = map[string]string{
 	"+asking": "rueidis v1.0.79 ignores the reply to the ASKING it sends after an ASK redirect and follows the redirect again " +
-		"until the call's context ends: the caller gets ErrTimeout after the command timeout, and the server logs the denied ASKING",
+		"until the call's context ends: the caller gets ErrTimeout once the budget is spent, and the server logs the denied ASKING",
 }
 
 // secureTopology is a TLS cluster or Sentinel group whose "locker" user

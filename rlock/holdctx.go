@@ -43,11 +43,15 @@ func (l *base) HoldContext(ctx context.Context) (context.Context, error) {
 	}
 	context.AfterFunc(hctx, func() { l.c.table.Unwatch(k, id) })
 	var held bool
-	err = l.c.read(ctx, func(ctx context.Context) (err error) {
+	// Under hctx: a hold that ends while the check is retried ends it.
+	err = l.c.read(hctx, func(ctx context.Context) (err error) {
 		held, err = l.c.rc.Do(ctx, l.c.rc.B().Hexists().Key(l.name).Field(k.Field).Build()).AsBool()
 		return err
 	})
 	if err != nil {
+		if hctx.Err() != nil && ctx.Err() == nil {
+			err = context.Cause(hctx)
+		}
 		cancel(err)
 		return nil, fmt.Errorf("rlock: %q: %w", l.name, err)
 	}

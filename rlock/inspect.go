@@ -44,6 +44,7 @@ func (l *base) Inspect(ctx context.Context) (Info, error) {
 	info := Info{Name: l.name}
 	var fields map[string]string
 	var ms int64
+	// One retried read (one budget) for both round trips.
 	err := l.c.read(ctx, func(ctx context.Context) (err error) {
 		res := rc.DoMulti(ctx,
 			rc.B().Hgetall().Key(l.name).Build(),
@@ -51,7 +52,13 @@ func (l *base) Inspect(ctx context.Context) (Info, error) {
 		if fields, err = res[0].AsStrMap(); err != nil {
 			return err
 		}
-		ms, err = res[1].AsInt64()
+		if ms, err = res[1].AsInt64(); err != nil {
+			return err
+		}
+		arr, err := rc.Do(ctx, l.numsub()).ToArray()
+		if err == nil && len(arr) == 2 {
+			info.Subscribers, _ = arr[1].AsInt64()
+		}
 		return err
 	})
 	if err != nil {
@@ -67,16 +74,6 @@ func (l *base) Inspect(ctx context.Context) (Info, error) {
 			continue
 		}
 		info.Holders = append(info.Holders, parseHolder(f, v))
-	}
-	err = l.c.read(ctx, func(ctx context.Context) error {
-		arr, err := rc.Do(ctx, l.numsub()).ToArray()
-		if err == nil && len(arr) == 2 {
-			info.Subscribers, _ = arr[1].AsInt64()
-		}
-		return err
-	})
-	if err != nil {
-		return info, fmt.Errorf("rlock: %q: %w", l.name, err)
 	}
 	return info, nil
 }

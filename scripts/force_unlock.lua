@@ -24,15 +24,16 @@ if done then
 end
 local r = 0
 if ARGV[4] == nil or redis.call('hget', KEYS[1], 'mode') == ARGV[4] then
-    if redis.call('exists', KEYS[1]) == 1 then
-        -- The message before the DEL (no one can tell): a PUBLISH the
-        -- ACL denies fails the call with the lock untouched.
-        if ARGV[2] ~= '' then
-            redis.call(ARGV[2], KEYS[2], ARGV[1])
-        end
-        redis.call('del', KEYS[1])
-        r = 1
-    end
+    r = redis.call('exists', KEYS[1])
+end
+-- The message and the record before the DEL (nothing runs in between, so
+-- no client can tell): a PUBLISH or SET the ACL denies fails the call
+-- with the lock untouched.
+if r == 1 and ARGV[2] ~= '' then
+    redis.call(ARGV[2], KEYS[2], ARGV[1])
 end
 redis.call('set', KEYS[3], r, 'px', ARGV[3])
+if r == 1 then
+    redis.call('del', KEYS[1])
+end
 return r

@@ -36,8 +36,8 @@ if mode == false then
     -- itself; PEXPIRE on a missing hash does nothing, and a hash without
     -- a mode is taken over anyway), so a denied one leaves no hold
     -- without a TTL.
-    redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
     redis.call('pexpire', KEYS[1], ARGV[1])
+    redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
     redis.call('hset', KEYS[1], 'mode', 'read')
     redis.call('hset', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
@@ -47,9 +47,9 @@ if mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]
     -- The same order: the new level's timeout key and the TTL (never
     -- shortened) before the count, so a denied call adds no reader.
     local n = prior + 1
-    redis.call('set', KEYS[2] .. ':' .. n, 1, 'px', ARGV[1])
     local ttl = redis.call('pttl', KEYS[1])
     redis.call('pexpire', KEYS[1], math.max(ttl, tonumber(ARGV[1])))
+    redis.call('set', KEYS[2] .. ':' .. n, 1, 'px', ARGV[1])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     return n
 end

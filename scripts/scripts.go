@@ -155,6 +155,9 @@ func joined(name string, sources ...source) *Script {
 	var parts []part
 	line := 1
 	for _, src := range sources {
+		if !strings.HasSuffix(src.text, "\n") {
+			panic("scripts: " + src.file + " does not end with a newline") // its last line would run into the next file's first
+		}
 		parts = append(parts, part{src.file, line})
 		text.WriteString(src.text)
 		line += strings.Count(src.text, "\n")
@@ -190,7 +193,7 @@ var known sync.Map
 // deniedInScript is the tail of Redis' (7.0) reply when the caller's ACL
 // denies a call a script makes (a command, a key or a channel): it names
 // the script's SHA-1 and the line, not the command.
-var deniedInScript = regexp.MustCompile(`script: ([0-9a-f]{40}), on @user_script:(\d+)`)
+var deniedInScript = regexp.MustCompile(`can't (?:run this command or subcommand|publish to the channel|access at least one of the keys)[^\n]*? script: ([0-9a-f]{40}), on @user_script:(\d+)`)
 
 // calledCommand finds the command of a redis.call or redis.pcall on a line:
 // a literal name, or a variable (the publish command a script is given).

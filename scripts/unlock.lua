@@ -36,16 +36,17 @@ end
 if prior == 0 then
     return -1
 end
-if prior == 1 and ARGV[4] ~= '' then
-    -- The message goes out before the hold is deleted (nothing runs in
-    -- between, so no one can tell): a PUBLISH the ACL denies fails the
-    -- call with the hold untouched, not deleted with no waiter woken.
-    redis.call(ARGV[4], KEYS[2], ARGV[1])
+if prior == 1 then
+    -- The last level: the message goes out before the hold is deleted
+    -- (nothing runs in between, so no one can tell), and nothing is
+    -- written before either: a PUBLISH or DEL the ACL denies fails the
+    -- call with the hold untouched.
+    if ARGV[4] ~= '' then
+        redis.call(ARGV[4], KEYS[2], ARGV[1])
+    end
+    redis.call('del', KEYS[1])
+    return 0
 end
 local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if n > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
-    return n
-end
-redis.call('del', KEYS[1])
-return 0
+redis.call('pexpire', KEYS[1], ARGV[2])
+return n
