@@ -42,9 +42,14 @@ func TestSoakSlice(t *testing.T) {
 		}
 	}
 	assert.GreaterOrEqual(t, java, 1, "no JVM was killed")
-	// Sections are milliseconds long, leases 1.5s: no live holder outlives
-	// its lease.
-	assert.Zero(t, rep.LostOverlaps, "overlaps with a holder whose hold had ended")
+	// Sections are milliseconds long and leases 1.5s, yet a holder can
+	// outlive its lease: an acquire whose reply a CLIENT KILL held up
+	// (Redisson's retries, or the Go fence settling) returns with little
+	// of its fixed lease left. The holder knows (Go: HoldContext; Java:
+	// the TTL), so the overlap is explained, as the issue asks, and
+	// counted apart; it never makes a violation.
+	assert.LessOrEqual(t, rep.LostOverlaps, rep.LeaseExpiryOverlaps)
+	t.Logf("overlaps with a live holder that knew its hold had ended: %d", rep.LostOverlaps)
 	assert.GreaterOrEqual(t, rep.ClientKills["pubsub"], 1)
 	assert.GreaterOrEqual(t, rep.ClientKills["normal"], 1)
 	for _, lang := range []string{"go", "java-4.7.0", "java-3.52.0"} {
