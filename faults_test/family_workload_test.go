@@ -15,8 +15,9 @@ import (
 // for each other kind a hold in a, a waiter in b parked on its channel, the
 // release that wakes it, and the waiter's release. Names are under prefix
 // (a hash tag keeps them on one cluster slot, so a slot move covers them).
-func familyWorkload(ctx context.Context, a, b *rlock.Client, prefix string) error {
-	if err := workload(ctx, a, b, prefix+"lock", true); err != nil {
+// With renewal, the plain lock is held past its lease (1.3 s more).
+func familyWorkload(ctx context.Context, a, b *rlock.Client, prefix string, renewal bool) error {
+	if err := workload(ctx, a, b, prefix+"lock", renewal); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
