@@ -89,6 +89,11 @@ func TestSecureSentinel(t *testing.T) {
 	require.NoError(t, err)
 	defer rc.Close()
 	require.NoError(t, rc.Do(ctx, rc.B().Set().Key("k").Value("v").Build()).Error())
+	// The replica has it before the forced failover (which does not wait
+	// for the replication stream): WAIT for it.
+	acked, err := rc.Do(ctx, rc.B().Wait().Numreplicas(1).Timeout(5000).Build()).AsInt64()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), acked, "the replica did not acknowledge the write")
 	master, err := g.MasterAddr(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, g.DataNodes()[0].TLSAddr, master)
