@@ -369,6 +369,9 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "Redisson unlocks that found the lock not held within %v of a CLIENT KILL: %d; overlaps with such a section (Redisson reported an acquisition it did not hold; not counted as violations): %d\n",
 			javaConnWindow, r.RedissonUnheld, r.RedissonPhantomOverlaps)
 	}
+	if len(r.RedissonUnlockRetries) > 0 {
+		fmt.Fprintf(w, "Redisson unlocks tried again after a failed unlock (gone: it had run; released: the hold was still there): %s\n", sortedCounts(r.RedissonUnlockRetries))
+	}
 	fmt.Fprintf(w, "violations: %d\n", r.Violations)
 	if len(r.ViolationsByPair) > 0 {
 		fmt.Fprintf(w, "violations by languages: %s\n", sortedCounts(r.ViolationsByPair))

@@ -87,11 +87,18 @@ type Verdict struct {
 	// acquisition it did not hold. Both are Redisson's behaviour under
 	// cut connections (Java-only runs show them too), reported apart.
 	RedissonUnheld, RedissonPhantomOverlaps int
-	ViolationsByPair                        map[string]int // exclusive-lock violations by "<first holder's language> then <second's>"
-	CutByKill                               int            // sections open when their process was killed
-	Unrecorded                              int            // sequence numbers no record accounts for (INCRs of killed processes)
-	AcquireErrors                           int
-	UnlockErrors                            int // Unlock failures other than ErrNotHeld after a lost hold
+	// RedissonUnlockRetries counts, by outcome, the Java workers' second
+	// tries after an unlock that failed with its outcome unknown (the H
+	// records): "gone" (the failed unlock had run), "released" (it had
+	// not: the hold was still there, renewed no more, and this thread's
+	// next lock of the name would have re-entered it, keeping the name
+	// taken until the JVM died) or "stuck" (still held after 10 s).
+	RedissonUnlockRetries map[string]int
+	ViolationsByPair      map[string]int // exclusive-lock violations by "<first holder's language> then <second's>"
+	CutByKill             int            // sections open when their process was killed
+	Unrecorded            int            // sequence numbers no record accounts for (INCRs of killed processes)
+	AcquireErrors         int
+	UnlockErrors          int // Unlock failures other than ErrNotHeld after a lost hold
 	// Holds the watchdog reported lost, by what the owner was doing then:
 	// holding that lock, unlocking it, or neither. In a run whose only
 	// faults are kills, a live worker's hold is never really lost (its
@@ -319,6 +326,14 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 				}
 				v.UnlockErrors++
 				v.problem("%s goroutine %d: unlock of section %d: %s", p.proc, r.G, r.S1, r.Err)
+			case "H":
+				if v.RedissonUnlockRetries == nil {
+					v.RedissonUnlockRetries = make(map[string]int)
+				}
+				v.RedissonUnlockRetries[r.State]++
+				if r.State == "stuck" {
+					v.problem("%s goroutine %d: Redisson still holds name %d after its unlock failed and 40 more tries", p.proc, r.G, r.N)
+				}
 			case "X":
 				if v.javaConnError(p, r) {
 					continue

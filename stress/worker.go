@@ -65,6 +65,9 @@ type workerConfig struct {
 //	K: written by the coordinator after a kill: it gave back the permit
 //	   of the section S1, after the INCR that returned S2.
 //	M: a one-attempt TryLock of N found the lock taken (no section).
+//	H: Java only: after the failed unlock of section S1 (a U record), the
+//	   worker unlocked again while its thread still held the lock; State
+//	   is "gone", "released" or "stuck" (see Verdict.RedissonUnlockRetries).
 type record struct {
 	K     string `json:"k"`
 	G     int    `json:"g"`

@@ -36,6 +36,9 @@ import org.redisson.config.Config;
  * A failed acquire writes an X record, a failed unlock a U record, each with the wall
  * clock t (the coordinator excuses Redisson's errors shortly after it killed the
  * command connections).
+ * After a failed unlock whose outcome is unknown, the thread unlocks again while it
+ * still holds the lock and writes an H record: state "gone" (the failed unlock had
+ * run), "released" (it had not; the retry released the hold) or "stuck".
  */
 public final class SoakWorker {
     private static OutputStream out;
@@ -252,8 +255,40 @@ public final class SoakWorker {
         }
         try {
             l.unlock();
+            return;
         } catch (Throwable t) {
             emit("{\"k\":\"U\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1 + ",\"err\":" + quote(t.toString()) + "}");
+            if (t instanceof IllegalMonitorStateException) {
+                return;
+            }
         }
+        // The unlock failed with its outcome unknown (a cut connection, a response
+        // timeout). Redisson cancels the renewal but the hold may still be there, and
+        // this thread's next lock() of the name re-enters it, resetting its lease:
+        // a thread that keeps coming back holds the name until its JVM dies. Do what
+        // a careful application does: while the thread still holds the lock, unlock
+        // again (an unlock that did run makes isHeldByCurrentThread false). The H
+        // record says whether the hold was still there and whether it ended.
+        boolean held = false;
+        for (int i = 0; i < 40; i++) {
+            try {
+                if (!l.isHeldByCurrentThread()) {
+                    emit("{\"k\":\"H\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1
+                        + ",\"state\":\"" + (held ? "released" : "gone") + "\"}");
+                    return;
+                }
+                held = true;
+                l.unlock();
+            } catch (Throwable t) {
+                // retried below
+            }
+            try {
+                Thread.sleep(250);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
+        emit("{\"k\":\"H\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1 + ",\"state\":\"stuck\"}");
     }
 }
