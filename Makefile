@@ -90,7 +90,7 @@ stress: deps-redis
 # on the same plain locks, every acquisition style of both, SIGKILLs of
 # both languages in turn and CLIENT KILLs of the lock server's pub/sub and
 # command connections, checked by the sequence-number interval checker
-# (stress/verify.go), about 700 acquisitions/s on 2 cores; then a shorter
+# (stress/verify.go), about 825 acquisitions/s on 2 cores; then a shorter
 # one on Valkey; then 100,000 locks held with the watchdog for 10 minutes
 # and a Redis restart (--long-holds).
 SOAK_DURATION ?= 25m

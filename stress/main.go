@@ -370,7 +370,7 @@ func (r *Report) Print(w io.Writer) {
 			javaConnWindow, r.RedissonUnheld, r.RedissonPhantomOverlaps)
 	}
 	if len(r.RedissonUnlockRetries) > 0 {
-		fmt.Fprintf(w, "Redisson unlocks tried again after a failed unlock (gone: it had run; released: the hold was still there): %s\n", sortedCounts(r.RedissonUnlockRetries))
+		fmt.Fprintf(w, "Redisson unlocks tried again after a failed unlock (gone: it had run or the hold had run out; released: the hold was still there): %s\n", sortedCounts(r.RedissonUnlockRetries))
 	}
 	fmt.Fprintf(w, "violations: %d\n", r.Violations)
 	if len(r.ViolationsByPair) > 0 {

@@ -89,10 +89,11 @@ type Verdict struct {
 	RedissonUnheld, RedissonPhantomOverlaps int
 	// RedissonUnlockRetries counts, by outcome, the Java workers' second
 	// tries after an unlock that failed with its outcome unknown (the H
-	// records): "gone" (the failed unlock had run), "released" (it had
-	// not: the hold was still there, renewed no more, and this thread's
-	// next lock of the name would have re-entered it, keeping the name
-	// taken until the JVM died) or "stuck" (still held after 10 s).
+	// records): "gone" (the failed unlock had run, or the hold ran out
+	// unrenewed), "released" (the hold was still there, renewed no more,
+	// and this thread's next lock of the name would have re-entered it,
+	// keeping the name taken until the JVM died) or "stuck" (still held
+	// after 10 s).
 	RedissonUnlockRetries map[string]int
 	ViolationsByPair      map[string]int // exclusive-lock violations by "<first holder's language> then <second's>"
 	CutByKill             int            // sections open when their process was killed

@@ -38,7 +38,7 @@ import org.redisson.config.Config;
  * command connections).
  * After a failed unlock whose outcome is unknown, the thread unlocks again while it
  * still holds the lock and writes an H record: state "gone" (the failed unlock had
- * run), "released" (it had not; the retry released the hold) or "stuck".
+ * run, or the unrenewed hold ran out), "released" (it had not; the retry released the hold) or "stuck".
  */
 public final class SoakWorker {
     private static OutputStream out;
