@@ -38,7 +38,8 @@ import org.redisson.config.Config;
  * command connections).
  * After a failed unlock whose outcome is unknown, the thread unlocks again while it
  * still holds the lock and writes an H record: state "gone" (the failed unlock had
- * run, or the unrenewed hold ran out), "released" (it had not; the retry released the hold) or "stuck".
+ * run, or the unrenewed hold ran out), "released" (it had not; the retry released
+ * the hold) or "stuck".
  */
 public final class SoakWorker {
     private static OutputStream out;
@@ -273,8 +274,7 @@ public final class SoakWorker {
         for (int i = 0; i < 40; i++) {
             try {
                 if (!l.isHeldByCurrentThread()) {
-                    emit("{\"k\":\"H\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1
-                        + ",\"state\":\"" + (held ? "released" : "gone") + "\"}");
+                    emitRetried(g, n, s1, held ? "released" : "gone");
                     return;
                 }
                 held = true;
@@ -289,6 +289,10 @@ public final class SoakWorker {
                 break;
             }
         }
-        emit("{\"k\":\"H\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1 + ",\"state\":\"stuck\"}");
+        emitRetried(g, n, s1, "stuck");
+    }
+
+    private static void emitRetried(int g, int n, long s1, String state) {
+        emit("{\"k\":\"H\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1 + ",\"state\":\"" + state + "\"}");
     }
 }
