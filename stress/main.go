@@ -43,6 +43,14 @@
 // keys live on a server of their own (the sequencer) that no fault
 // touches.
 //
+// With --kinds the names are of several kinds, taking turns: plain, rw
+// (read-write: readers may share, never with a writer), fair (also FIFO,
+// checkFIFO), fenced (the tokens of the grants must strictly increase in
+// the order the sections entered, checkTokens) and semaphore
+// (permit-expirable, --semaphore permits each, default 3, each permit with
+// the --lease): the soak of every kind both languages have (make soak:
+// --kinds plain,rw,fair,fenced,semaphore with --java).
+//
 // Why an interval checker on Redis sequence numbers, not porcupine's
 // linearizability check: the question is mutual exclusion, and Redis
 // orders every INCR of a name's sequence key, so whether two sections
@@ -72,6 +80,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,7 +117,7 @@ type Config struct {
 	RW           bool          // read-write locks: three reads to one write
 	Fair         bool          // fair locks: waiters must be served in the order they called
 	FairWait     time.Duration // the fair locks' wait timeout (reservation per waiter); 0: 3s
-	Semaphore    int           // > 0: semaphores of this many permits instead of locks
+	Semaphore    int           // > 0: semaphores of this many permits instead of locks (with Kinds: the permits of each semaphore name; default 3)
 	Expirable    bool          // with Semaphore: permit-expirable semaphores (permits with the lease)
 	RedLock      int           // > 0: RedLocks over this many independent masters (restarted at random)
 	RestartEvery time.Duration // --redlock: mean time between master restarts; 0: none
@@ -122,6 +131,12 @@ type Config struct {
 	JavaVersions []string      // default: 4.7.0 and 3.52.0
 	Styles       bool          // Go workers use every acquisition style (TryLock with and without wait too); on with Java
 	ClientKills  time.Duration // mean time between CLIENT KILLs on the lock server (of pub/sub or of command connections); 0: none
+	// Kinds are the kinds of the names, taking turns: name i is of kind
+	// Kinds[i % len(Kinds)], among kindPlain, kindRW, kindFair,
+	// kindFenced and kindSemaphore (permit-expirable, with the Lease):
+	// the kinds both languages have. Empty: set from RW, Fair, RedLock or
+	// Semaphore and Expirable (every name of that kind), else plain.
+	Kinds []string
 
 	// Exe is the worker binary, run with workerEnv set; default: this
 	// program (os.Executable).
@@ -129,6 +144,25 @@ type Config struct {
 	// Stderr receives the workers' stderr; default os.Stderr.
 	Stderr io.Writer
 }
+
+// The kinds of names. The Java workers have the first five.
+const (
+	kindPlain          = "plain"
+	kindRW             = "rw"
+	kindFair           = "fair"
+	kindFenced         = "fenced"
+	kindSemaphore      = "semaphore" // permit-expirable
+	kindPlainSemaphore = "plain-semaphore"
+	kindRedLock        = "redlock"
+)
+
+var mixedKinds = []string{kindPlain, kindRW, kindFair, kindFenced, kindSemaphore}
+
+// kindOf is the kind of name i.
+func (c *Config) kindOf(i int) string { return c.Kinds[i%len(c.Kinds)] }
+
+// has reports whether some name is of kind k.
+func (c *Config) has(k string) bool { return slices.Contains(c.Kinds, k) }
 
 func (c *Config) defaults() error {
 	if c.Procs < 0 || c.Procs == 0 && c.Java <= 0 || c.Goroutines <= 0 || c.Names <= 0 {
@@ -146,7 +180,36 @@ func (c *Config) defaults() error {
 	if c.Semaphore < 0 || (c.Semaphore > 0 && (c.Fair || c.RW)) || (c.Expirable && c.Semaphore == 0) {
 		return errors.New("--semaphore must be positive, and cannot be combined with --fair or --rw; --expirable needs --semaphore")
 	}
-	if c.Fair && c.FairWait <= 0 {
+	if len(c.Kinds) > 0 {
+		if c.RW || c.Fair || c.RedLock > 0 || c.Expirable {
+			return errors.New("--kinds cannot be combined with --rw, --fair, --redlock or --expirable")
+		}
+		for _, k := range c.Kinds {
+			if !slices.Contains(mixedKinds, k) {
+				return fmt.Errorf("--kinds: unknown kind %q (known: %s)", k, strings.Join(mixedKinds, ", "))
+			}
+		}
+		if c.has(kindSemaphore) && c.Semaphore == 0 {
+			c.Semaphore = 3
+		}
+		c.Expirable = c.has(kindSemaphore)
+	} else {
+		switch {
+		case c.RW:
+			c.Kinds = []string{kindRW}
+		case c.Fair:
+			c.Kinds = []string{kindFair}
+		case c.RedLock > 0:
+			c.Kinds = []string{kindRedLock}
+		case c.Semaphore > 0 && c.Expirable:
+			c.Kinds = []string{kindSemaphore}
+		case c.Semaphore > 0:
+			c.Kinds = []string{kindPlainSemaphore}
+		default:
+			c.Kinds = []string{kindPlain}
+		}
+	}
+	if c.has(kindFair) && c.FairWait <= 0 {
 		c.FairWait = 3 * time.Second
 	}
 	if c.Java < 0 || c.ClientKills < 0 {
@@ -166,8 +229,8 @@ func (c *Config) defaults() error {
 			return fmt.Errorf("--java: %w", driver.ErrNoJava)
 		}
 	}
-	if c.Styles && (c.Fair || c.RW || c.Semaphore > 0 || c.RedLock > 0) {
-		return errors.New("--java and --styles need the plain lock (not --fair, --rw, --semaphore or --redlock)")
+	if c.Styles && (c.has(kindPlainSemaphore) || c.has(kindRedLock)) {
+		return errors.New("--java and --styles need kinds among " + strings.Join(mixedKinds, ", ") + " (not a plain --semaphore or --redlock)")
 	}
 	if c.Seed == 0 {
 		c.Seed = mrand.Uint64()
@@ -186,11 +249,16 @@ func (c *Config) defaults() error {
 }
 
 func fairWaitMs(c Config) int64 {
-	if !c.Fair {
+	if !c.has(kindFair) {
 		return 0
 	}
 	return max(1, c.FairWait.Milliseconds())
 }
+
+// fairTryWait is the wait of TryLock on fair names: two fair wait
+// timeouts (a waiter's place in the line lasts its whole wait, so a dead
+// waiter with a long wait would hold up the line as long).
+func fairTryWait(c Config) time.Duration { return 2 * c.FairWait }
 
 // Report is the outcome of a run.
 type Report struct {
@@ -245,9 +313,13 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.Java, "java", 0, "also run this many JVM workers (Redisson, every acquisition style) on the same names")
 	javaVersions := fs.String("java-versions", "4.7.0,3.52.0", "with --java: the Redisson versions, taking turns")
 	fs.BoolVar(&c.Styles, "styles", false, "Go workers use every acquisition style (on with --java)")
+	kindsFlag := fs.String("kinds", "", "the kinds of the names, taking turns, among "+strings.Join(mixedKinds, ",")+" (semaphore: permit-expirable, --semaphore permits each, default 3); default: plain, or the kind of --rw, --fair, --semaphore, --redlock")
 	fs.DurationVar(&c.ClientKills, "client-kills", 0, "mean time between CLIENT KILLs of every pub/sub or command connection on the lock server (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *kindsFlag != "" {
+		c.Kinds = strings.Split(*kindsFlag, ",")
 	}
 	if *javaVersions != "" {
 		c.JavaVersions = strings.Split(*javaVersions, ",")
@@ -299,6 +371,9 @@ func (r *Report) Print(w io.Writer) {
 			mode = fmt.Sprintf("permit-expirable semaphores of %d permits, lease %v (a killed holder's permits come back after it)", c.Semaphore, c.Lease)
 		}
 	}
+	if len(c.Kinds) > 1 || c.Kinds[0] == kindFenced || c.Styles && c.Kinds[0] != kindPlain {
+		mode = fmt.Sprintf("names of the kinds %s taking turns (fair wait timeout %v; semaphores of %d permits, lease %v)", strings.Join(c.Kinds, ", "), c.FairWait, c.Semaphore, c.Lease)
+	}
 	if c.Faults > 0 {
 		mode += fmt.Sprintf(", faults on %.0f%% of script calls", 100*c.Faults)
 	}
@@ -315,6 +390,10 @@ func (r *Report) Print(w io.Writer) {
 	if len(r.ByLang) > 1 || len(r.ByStyle) > 0 {
 		fmt.Fprintf(w, "acquisitions by language: %s\n", sortedCounts(r.ByLang))
 		fmt.Fprintf(w, "acquisitions by style: %s\n", sortedCounts(r.ByStyle))
+		if len(r.ByKind) > 1 {
+			fmt.Fprintf(w, "acquisitions by kind: %s\n", sortedCounts(r.ByKind))
+			fmt.Fprintf(w, "acquisitions by kind and language: %s\n", sortedCounts(r.ByKindLang))
+		}
 		var waits []string
 		for lang, d := range r.LongestWaitByLang {
 			waits = append(waits, fmt.Sprintf("%s %v", lang, d.Round(time.Millisecond)))
@@ -343,12 +422,16 @@ func (r *Report) Print(w io.Writer) {
 	if len(r.Faults) > 0 {
 		fmt.Fprintf(w, "faults injected (killed processes: up to their last second): %v\n", r.Faults)
 	}
-	if c.RW {
+	if c.has(kindFenced) {
+		fmt.Fprintf(w, "fenced tokens: %d compared with the previous grant's, not larger: %d (explained by a lease that ran out or a Redisson section that did not hold the lock: %d)\n",
+			r.TokensChecked, r.TokenViolations+r.TokenExplained, r.TokenExplained)
+	}
+	if c.has(kindRW) {
 		fmt.Fprintf(w, "read sections: %d; reader overlaps (allowed): %d\n", r.Reads, r.ReadOverlaps)
 	}
-	if c.Fair {
-		fmt.Fprintf(w, "FIFO: %d grants served before a waiter that called %v or more later, as FIFO requires; out of order: %d (explained by a busy period past the wait timeout: %d)",
-			r.FIFOHonoured, fifoSlack, r.FIFOViolations+r.FIFOExplained, r.FIFOExplained)
+	if c.has(kindFair) {
+		fmt.Fprintf(w, "FIFO: %d grants served before a waiter that called %v or more later, as FIFO requires; out of order: %d (explained by a busy period past the wait timeout or a CLIENT KILL while waiting: %d, of which CLIENT KILL %d)",
+			r.FIFOHonoured, fifoSlack, r.FIFOViolations+r.FIFOExplained, r.FIFOExplained, r.FIFOAfterConnKill)
 		if c.Faults > 0 {
 			fmt.Fprintf(w, " (with injected faults, a refused queueing call may arrive late: reordering is reported, not failed)")
 		}
@@ -360,6 +443,9 @@ func (r *Report) Print(w io.Writer) {
 	if c.Semaphore > 0 {
 		fmt.Fprintf(w, "semaphore: most holders at once %d of %d permits; sections that shared the permits %d; killed holders' permits back by lease %d, given back by the coordinator %d; kills during an acquire or release %d; permits available at the end %d of %d\n",
 			r.MostInside, c.Semaphore, r.Shared, r.PermitsExpired, r.PermitsReturned, r.PermitsAmbiguous, r.PermitsAtEnd, r.PermitsTotal)
+	}
+	if len(r.FairWaitsOut) > 0 {
+		fmt.Fprintf(w, "TryLocks on fair names whose wait (%v) ran out within five waits after a kill (a dead waiter's place in the line lasts its wait): %s\n", fairTryWait(c), sortedCounts(r.FairWaitsOut))
 	}
 	if len(r.JavaConnErrors) > 0 {
 		fmt.Fprintf(w, "Redisson errors within %v of a CLIENT KILL (Redisson's behaviour, not counted as errors; X acquire, U unlock): %s\n",
@@ -448,10 +534,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	_, _ = rand.Read(id[:])
 	run := hex.EncodeToString(id[:])
 	names := make([]string, cfg.Names)
+	kinds := make([]string, cfg.Names)
+	javaNames := make([]string, cfg.Names) // "KIND=name" (SoakWorker's arguments)
 	var keys []string
 	for i := range names {
 		names[i] = fmt.Sprintf("stress:%s:%d", run, i)
-		keys = append(keys, names[i], seqKey(names[i]))
+		kinds[i] = cfg.kindOf(i)
+		javaNames[i] = names[i]
+		if kinds[i] != kindPlain {
+			javaNames[i] = kinds[i] + "=" + names[i]
+		}
+		keys = append(keys, names[i], seqKey(names[i]), rlock.TokenName(names[i]), rlock.FairQueueName(names[i]), rlock.FairTimeoutName(names[i]))
 	}
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -461,12 +554,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}()
 
 	var sems *rlock.Client
-	if cfg.Semaphore > 0 {
+	if cfg.has(kindSemaphore) || cfg.has(kindPlainSemaphore) {
 		if sems, err = rlock.New(rc); err != nil {
 			return nil, err
 		}
 		defer sems.Close()
-		for _, n := range names {
+		for i, n := range names {
+			if kinds[i] != kindSemaphore && kinds[i] != kindPlainSemaphore {
+				continue
+			}
 			keys = append(keys, rlock.PermitTimeoutName(n)) // deleted at the end, like the names
 			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			err := rc.Do(sctx, rc.B().Set().Key(n).Value(strconv.Itoa(cfg.Semaphore)).Build()).Error()
@@ -476,7 +572,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}
 	}
-	var lastKill time.Time
+	var lastKill, lastConnKill time.Time
 
 	// --redlock: the independent masters, and their restarts.
 	var masterAddrs []string
@@ -542,18 +638,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			v := cfg.JavaVersions[(slot-cfg.Procs)%len(cfg.JavaVersions)]
 			w.Lang = "java-" + v
 			args := []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Xmx256m",
-				"-Dsoak.unsafe=" + strconv.FormatBool(cfg.Unsafe), "-cp", driver.ClassPath(v), "SoakWorker", addr, seqAddr,
+				"-Dsoak.unsafe=" + strconv.FormatBool(cfg.Unsafe), "-Dsoak.fairWaitMs=" + strconv.FormatInt(fairWaitMs(cfg), 10),
+				"-Dsoak.fairTryWaitMs=" + strconv.FormatInt(fairTryWait(cfg).Milliseconds(), 10), "-cp", driver.ClassPath(v), "SoakWorker", addr, seqAddr,
 				strconv.FormatInt(cfg.Watchdog.Milliseconds(), 10), strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
 				strconv.FormatInt(cfg.MaxHold.Microseconds(), 10), strconv.Itoa(cfg.Goroutines),
 				strconv.FormatInt(int64(seed>>1), 10), w.Out}
-			w.cmd = exec.Command("java", append(args, names...)...)
+			w.cmd = exec.Command("java", append(args, javaNames...)...)
 		} else {
 			spec, _ := json.Marshal(workerConfig{
 				Addr: addr, SeqAddr: seqAddr, Names: names, Goroutines: cfg.Goroutines, Styles: cfg.Styles,
 				WatchdogMs: cfg.Watchdog.Milliseconds(), LeaseMs: cfg.Lease.Milliseconds(),
 				MaxHoldUs: cfg.MaxHold.Microseconds(), Unsafe: cfg.Unsafe, Faults: cfg.Faults, RW: cfg.RW, Out: w.Out,
-				FairWaitMs: fairWaitMs(cfg), Permits: cfg.Semaphore, Expirable: cfg.Expirable, Masters: masterAddrs,
-				Seed: seed,
+				FairWaitMs: fairWaitMs(cfg), FairTryWaitMs: fairTryWait(cfg).Milliseconds(), Permits: cfg.Semaphore, Expirable: cfg.Expirable, Masters: masterAddrs,
+				Seed: seed, Kinds: kinds,
 			})
 			w.cmd = exec.Command(cfg.Exe)
 			w.cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
@@ -620,6 +717,7 @@ loop:
 			kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			n, err := rc.Do(kctx, rc.B().ClientKill().TypePubsub().SkipmeYes().Build()).AsInt64()
 			rep.connKills = append(rep.connKills, connKill{time.Now().UnixNano(), typ == "normal"})
+			lastConnKill = time.Now()
 			if typ == "normal" {
 				n, err = rc.Do(kctx, rc.B().ClientKill().TypeNormal().SkipmeYes().Build()).AsInt64()
 			}
@@ -662,7 +760,7 @@ loop:
 			}
 			rep.KillsByLang[w.lang()]++
 			lastKill = time.Now()
-			if cfg.Semaphore > 0 && !cfg.Expirable {
+			if cfg.has(kindPlainSemaphore) {
 				amb, err := giveBack(ctx, seqRC, sems, names, w)
 				if err != nil {
 					killAll()
@@ -725,6 +823,7 @@ loop:
 		}
 		procs = append(procs, w.procResult)
 	}
+	rep.fairTryWait = fairTryWait(cfg)
 	sections, err := readRecords(procs, &rep.Verdict)
 	if err != nil {
 		return nil, err
@@ -739,17 +838,38 @@ loop:
 		}
 		seqMax[i] = v
 	}
-	check(sections, seqMax, rep.Kills, cfg.Goroutines, cfg.Semaphore, &rep.Verdict)
-	if cfg.Semaphore > 0 {
-		if cfg.Expirable && !lastKill.IsZero() {
-			// The last killed holders' permits come back once their
-			// lease has run out, at the next call.
-			if err := sleepCtx(ctx, time.Until(lastKill.Add(cfg.Lease+100*time.Millisecond))); err != nil {
+	permits := make([]int, len(names)) // per name: 0 for a lock
+	fair, fenced := make([]bool, len(names)), make([]bool, len(names))
+	for i, k := range kinds {
+		if k == kindSemaphore || k == kindPlainSemaphore {
+			permits[i] = cfg.Semaphore
+		}
+		fair[i], fenced[i] = k == kindFair, k == kindFenced
+	}
+	for _, s := range sections {
+		if s.N >= 0 && s.N < len(kinds) {
+			s.Kind = kinds[s.N]
+		}
+	}
+	check(sections, seqMax, rep.Kills, cfg.Goroutines, permits, &rep.Verdict)
+	if cfg.has(kindSemaphore) || cfg.has(kindPlainSemaphore) {
+		last := lastKill
+		if lastConnKill.After(last) {
+			last = lastConnKill
+		}
+		if cfg.Expirable && !last.IsZero() {
+			// The permits of the last killed holders, and of Java
+			// releases a CLIENT KILL cut, come back once their lease has
+			// run out, at the next call.
+			if err := sleepCtx(ctx, time.Until(last.Add(cfg.Lease+100*time.Millisecond))); err != nil {
 				return nil, err
 			}
 		}
-		rep.PermitsTotal = cfg.Semaphore * len(names)
-		for _, n := range names {
+		for i, n := range names {
+			if permits[i] == 0 {
+				continue
+			}
+			rep.PermitsTotal += permits[i]
 			var avail int
 			var err error
 			if cfg.Expirable {
@@ -776,8 +896,11 @@ loop:
 			rep.problem("%d permits available at the end, more than the %d set: a permit was given back twice", rep.PermitsAtEnd, rep.PermitsTotal)
 		}
 	}
-	if cfg.Fair {
-		checkFIFO(sections, len(seqMax), cfg.FairWait, cfg.Faults > 0, &rep.Verdict)
+	if cfg.has(kindFair) {
+		checkFIFO(sections, fair, cfg.FairWait, cfg.Faults > 0, &rep.Verdict)
+	}
+	if cfg.has(kindFenced) {
+		checkTokens(sections, fenced, &rep.Verdict)
 	}
 	return rep, nil
 }

@@ -13,21 +13,27 @@ import (
 
 // TestSoakSlice is the make test slice of make soak: two Go worker
 // processes and two JVMs (Redisson 4.7.0 and 3.52.0), four goroutines or
-// threads each, on eight plain locks for 60s, every acquisition style of
-// both languages (Lock, LockLease, TryLock with a wait and a lease or the
-// watchdog, one-attempt TryLock; Java lock, lock(lease), tryLock(wait,
-// lease), tryLock(wait), tryLock(), lockAsync, lockAsync(lease)), while
-// workers of both languages are SIGKILLed in turn (and replaced) and every
-// pub/sub or command connection on the lock server is CLIENT KILLed now
-// and then. No two sections on a name overlap unless a killed holder's
-// lease ran out; at least 20,000 acquisitions; no error.
+// threads each, on twelve names of every kind both languages have (plain,
+// read-write, fair, fenced, permit-expirable semaphore, taking turns) for
+// 60s, every acquisition style of both languages (Lock, LockLease,
+// TryLock with a wait and a lease or the watchdog, one-attempt TryLock;
+// Java lock, lock(lease), tryLock(wait, lease), tryLock(wait), tryLock(),
+// lockAsync, lockAsync(lease); their token forms on fenced names, the
+// acquire forms on semaphores), while workers of both languages are
+// SIGKILLed in turn (and replaced) and every pub/sub or command connection
+// on the lock server is CLIENT KILLed now and then. No two sections on an
+// exclusive name overlap unless a killed holder's lease ran out, readers
+// never overlap a writer, no more holders than permits, fenced tokens
+// strictly increase in grant order, fair waiters are served in order; at
+// least 20,000 acquisitions; no error.
 func TestSoakSlice(t *testing.T) {
 	versions := []string{"4.7.0", "3.52.0"}
 	for _, v := range versions {
 		require.NoError(t, driver.CheckBuilt(v), "the interop driver jars (make deps builds them)")
 	}
 	rep := runContention(t, func(cfg *Config) {
-		cfg.Procs, cfg.Java, cfg.JavaVersions, cfg.Goroutines, cfg.Names = 2, 2, versions, 4, 8
+		cfg.Procs, cfg.Java, cfg.JavaVersions, cfg.Goroutines, cfg.Names = 2, 2, versions, 4, 12
+		cfg.Kinds, cfg.FairWait = mixedKinds, time.Second
 		cfg.MaxHold, cfg.Duration = 2*time.Millisecond, 60*time.Second
 		cfg.KillEvery, cfg.ClientKills = 7*time.Second, 15*time.Second
 	})
@@ -62,6 +68,21 @@ func TestSoakSlice(t *testing.T) {
 		n := rep.ByStyle["java-4.7.0/"+st] + rep.ByStyle["java-3.52.0/"+st]
 		assert.Positive(t, n, "no Java acquisitions in style %s", st)
 	}
+	for _, kind := range mixedKinds {
+		for _, lang := range []string{"go", "java-4.7.0", "java-3.52.0"} {
+			assert.Positive(t, rep.ByKindLang[kind+"/"+lang], "no acquisitions of %s names by %s", kind, lang)
+		}
+	}
+	for _, st := range goSemStyles {
+		assert.Positive(t, rep.ByStyle["go/"+st], "no Go acquisitions in style %s", st)
+	}
+	for _, st := range []string{"acquire", "tryacquire-wait", "tryacquire", "acquireasync"} {
+		assert.Positive(t, rep.ByStyle["java-4.7.0/"+st]+rep.ByStyle["java-3.52.0/"+st], "no Java acquisitions in style %s", st)
+	}
+	assert.Positive(t, rep.TokensChecked, "no fenced tokens compared")
+	assert.Positive(t, rep.ReadOverlaps, "readers never shared a read-write lock")
+	assert.Positive(t, rep.Shared, "no semaphore holders shared the permits")
+	assert.Positive(t, rep.FIFOHonoured, "FIFO never decided an order")
 	for n, k := range rep.PerName {
 		assert.Positive(t, k, "name %d was never locked", n)
 	}

@@ -158,7 +158,7 @@ func TestCheck(t *testing.T) {
 	}
 	run := func(sections []*section, seqMax int64, kills int) Verdict {
 		var v Verdict
-		check(sections, []int64{seqMax}, kills, 4, 0, &v)
+		check(sections, []int64{seqMax}, kills, 4, []int{0}, &v)
 		return v
 	}
 
@@ -310,24 +310,24 @@ func TestCheckFIFO(t *testing.T) {
 	var v Verdict
 	// The second caller was waiting when the first was granted: FIFO
 	// decided, and was honoured.
-	checkFIFO([]*section{sec(1, 0, 300), sec(3, 150, 302)}, 1, 2*time.Second, false, &v)
+	checkFIFO([]*section{sec(1, 0, 300), sec(3, 150, 302)}, []bool{true}, 2*time.Second, false, &v)
 	assert.Equal(t, Verdict{FIFOHonoured: 1}, v)
 	v = Verdict{}
 	// Uncontended: nothing decided.
-	checkFIFO([]*section{sec(1, 0, 10), sec(3, 500, 510)}, 1, 2*time.Second, false, &v)
+	checkFIFO([]*section{sec(1, 0, 10), sec(3, 500, 510)}, []bool{true}, 2*time.Second, false, &v)
 	assert.Equal(t, Verdict{}, v)
 	v = Verdict{}
-	checkFIFO([]*section{sec(1, 500, 510), sec(3, 0, 600)}, 1, 2*time.Second, false, &v)
+	checkFIFO([]*section{sec(1, 500, 510), sec(3, 0, 600)}, []bool{true}, 2*time.Second, false, &v)
 	assert.Equal(t, 1, v.FIFOViolations, "served before an earlier call")
 	assert.False(t, v.OK())
 	v = Verdict{}
 	// A busy period of 3 s (each call made while the previous holder was
 	// inside) with a 2 s wait timeout: explained.
-	checkFIFO([]*section{sec(1, 0, 1000), sec(3, 900, 2000), sec(5, 2900, 3000), sec(7, 1900, 3100)}, 1, 2*time.Second, false, &v)
+	checkFIFO([]*section{sec(1, 0, 1000), sec(3, 900, 2000), sec(5, 2900, 3000), sec(7, 1900, 3100)}, []bool{true}, 2*time.Second, false, &v)
 	assert.Equal(t, 0, v.FIFOViolations)
 	assert.Equal(t, 1, v.FIFOExplained)
 	v = Verdict{}
-	checkFIFO([]*section{sec(1, 50, 60), sec(3, 0, 100)}, 1, 2*time.Second, false, &v)
+	checkFIFO([]*section{sec(1, 50, 60), sec(3, 0, 100)}, []bool{true}, 2*time.Second, false, &v)
 	assert.Equal(t, Verdict{}, v, "calls closer than the slack are not ordered")
 }
 
@@ -375,11 +375,11 @@ func TestCheckPermitExpiry(t *testing.T) {
 	}
 	early := &section{proc: proc{1, 0}, S1: 3, S2: 4, T0: 5150 * ms, TB: 5200 * ms, TE: 5210 * ms, Lease: 1000}
 	var v Verdict
-	check([]*section{killed(), early}, []int64{4}, 1, 4, 1, &v)
+	check([]*section{killed(), early}, []int64{4}, 1, 4, []int{1}, &v)
 	assert.Equal(t, 1, v.Violations, "an entry while the only permit was held")
 	late := &section{proc: proc{1, 0}, S1: 3, S2: 4, T0: 5150 * ms, TB: 6050 * ms, TE: 6060 * ms, Lease: 1000}
 	v = Verdict{}
-	check([]*section{killed(), late}, []int64{4}, 1, 4, 1, &v)
+	check([]*section{killed(), late}, []int64{4}, 1, 4, []int{1}, &v)
 	assert.Zero(t, v.Violations, "an entry after the killed holder's lease ended")
 	assert.Equal(t, 1, v.PermitsExpired)
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -54,6 +55,8 @@ type section struct {
 	Lost  bool  // the hold's lease may have run out during the section
 	Lang  string
 	St    string // the acquisition style
+	Kind  string // the name's kind (kindPlain, ...; set by Run)
+	Tok   int64  // fenced lock: the grant's token
 
 	killedAt int64 // the process' kill time
 	returned bool  // cut by the kill; the coordinator gave its permit back (K)
@@ -132,6 +135,19 @@ type Verdict struct {
 	// language. LongestWait is the longest acquire call that got the lock
 	// (from T0 to TB).
 	ByLang, ByStyle, Misses map[string]int
+	// ByKind counts the acquisitions per kind of name; ByKindLang per
+	// "<kind>/<language>".
+	ByKind, ByKindLang map[string]int
+	// Fenced locks (see checkTokens): TokensChecked sections whose token
+	// was compared with the previous grant's on the name; TokenViolations
+	// tokens not larger than the previous section's; TokenExplained such
+	// inversions by a section that entered after its lease could have run
+	// out, or by a Redisson section that did not hold the lock.
+	TokensChecked, TokenViolations, TokenExplained int
+	// FIFOAfterConnKill: the FIFOExplained reorders with a CLIENT KILL
+	// while the passed-over waiter waited (Redisson's queueing call may
+	// have failed; it queues again behind the others).
+	FIFOAfterConnKill int
 	LongestWait             time.Duration
 	// JavaConnErrors counts Redisson's acquire and unlock errors within
 	// javaConnWindow after the coordinator closed every command or
@@ -144,9 +160,17 @@ type Verdict struct {
 	JavaConnErrors    map[string]int
 	LongestWaitBy     string // the section that waited longest
 	LongestWaitByLang map[string]time.Duration
+	// FairWaitsOut counts, per language, the TryLocks with a wait on fair
+	// names that ran out (W records) within fairWaitsOutWindow waits after
+	// a SIGKILL or CLIENT KILL (a killed process' waiters, up to one per
+	// goroutine, each hold up the line for their wait); one that ran out
+	// otherwise is an acquire error.
+	FairWaitsOut map[string]int
 	// connKills are the wall-clock times of those CLIENT KILLs (set by
-	// Run before readRecords).
-	connKills []connKill
+	// Run before readRecords); fairTryWait is the wait of TryLock on fair
+	// names.
+	connKills   []connKill
+	fairTryWait time.Duration
 }
 
 type connKill struct {
@@ -163,6 +187,17 @@ var exceptionRE = regexp.MustCompile(`(?:[a-z0-9]+\.)+([A-Z][A-Za-z0-9]*(?:Excep
 
 // afterConnKill reports whether wall-clock time t came within javaConnWindow
 // after a CLIENT KILL of the command connections.
+// connKillIn reports whether a CLIENT KILL (of either type) came between
+// wall-clock times from and to.
+func (v *Verdict) connKillIn(from, to int64) bool {
+	for _, k := range v.connKills {
+		if k.t >= from && k.t <= to {
+			return true
+		}
+	}
+	return false
+}
+
 func (v *Verdict) afterConnKill(t int64) bool {
 	for _, k := range v.connKills {
 		if k.normal && t >= k.t && t <= k.t+javaConnWindow.Nanoseconds() {
@@ -175,7 +210,7 @@ func (v *Verdict) afterConnKill(t int64) bool {
 // javaConnError reports whether record r of a JVM worker came within
 // javaConnWindow after a CLIENT KILL of the command connections.
 func (v *Verdict) javaConnError(p procResult, r record) bool {
-	if p.Lang == "" || r.T == 0 || strings.HasPrefix(r.Err, "INCR") || strings.Contains(r.Err, "IllegalMonitorStateException") {
+	if p.Lang == "" || r.T == 0 || strings.HasPrefix(r.Err, "INCR") || notHeldErr(r.Err) {
 		// Go errors, INCRs on the sequencer (no fault touches it) and
 		// unlocks of a lock not held are never excused.
 		return false
@@ -201,7 +236,17 @@ func (v *Verdict) javaConnError(p procResult, r record) bool {
 	return false
 }
 
+// notHeldErr reports whether a Redisson unlock error says the lock was
+// not held (or the permit not taken): IllegalMonitorStateException, or the
+// permit-expirable semaphore's IllegalArgumentException.
+func notHeldErr(err string) bool {
+	return strings.Contains(err, "IllegalMonitorStateException") || strings.Contains(err, "has already been released")
+}
+
 const maxProblems = 20
+
+// fairWaitsOutWindow: see Verdict.FairWaitsOut.
+const fairWaitsOutWindow = 5
 
 const (
 	ms = int64(time.Millisecond)
@@ -223,7 +268,7 @@ func (v *Verdict) problem(format string, args ...any) {
 
 // OK reports whether the run showed mutual exclusion and no errors.
 func (v *Verdict) OK() bool {
-	return v.Violations == 0 && v.FIFOViolations == 0 && v.WorkerErrors == 0 && v.AcquireErrors == 0 && v.UnlockErrors == 0 && v.Acquisitions > 0
+	return v.Violations == 0 && v.FIFOViolations == 0 && v.TokenViolations == 0 && v.WorkerErrors == 0 && v.AcquireErrors == 0 && v.UnlockErrors == 0 && v.Acquisitions > 0
 }
 
 // readRecords reads the records of each process into sections and counts
@@ -234,6 +279,15 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 		proc
 		n  int
 		s1 int64
+	}
+	var kills []int64 // SIGKILLs and CLIENT KILLs
+	for _, p := range procs {
+		if p.KilledAt != 0 {
+			kills = append(kills, p.KilledAt)
+		}
+	}
+	for _, k := range v.connKills {
+		kills = append(kills, k.t)
 	}
 	open := make(map[key]*section)
 	ended := make(map[key]*section) // for the Java unlock records that follow E
@@ -265,7 +319,7 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 			}
 			switch r.K {
 			case "B":
-				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, Read: r.Read, killedAt: p.KilledAt, Lang: p.lang(), St: r.St}
+				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, Read: r.Read, killedAt: p.KilledAt, Lang: p.lang(), St: r.St, Tok: r.Tok}
 				sections = append(sections, s)
 				open[key{p.proc, r.N, r.S1}] = s
 			case "M":
@@ -273,6 +327,16 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 					v.Misses = make(map[string]int)
 				}
 				v.Misses[p.lang()]++
+			case "W":
+				if slices.ContainsFunc(kills, func(k int64) bool { return k <= r.T && r.T-k <= fairWaitsOutWindow*v.fairTryWait.Nanoseconds() }) {
+					if v.FairWaitsOut == nil {
+						v.FairWaitsOut = make(map[string]int)
+					}
+					v.FairWaitsOut[p.lang()]++
+					continue
+				}
+				v.AcquireErrors++
+				v.problem("%s goroutine %d: TryLock(%v) of fair name %d ran out with no kill in the %d waits before", p.proc, r.G, v.fairTryWait, r.N, fairWaitsOutWindow)
 			case "Q", "R":
 				// Plain semaphore mode's acquiring and released marks
 				// (for giveBack).
@@ -311,7 +375,7 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 					v.LostOther++
 				}
 			case "U":
-				if s := ended[key{p.proc, r.N, r.S1}]; s != nil && strings.Contains(r.Err, "IllegalMonitorStateException") && v.afterConnKill(r.T) {
+				if s := ended[key{p.proc, r.N, r.S1}]; s != nil && notHeldErr(r.Err) && v.afterConnKill(r.T) {
 					// Redisson's unlock found the lock not held, shortly
 					// after a CLIENT KILL of the command connections:
 					// either it resent an unlock that had run (its retry
@@ -396,7 +460,7 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 // permit came back: by its lease (a permit-expirable semaphore: l entered
 // once T0 + lease had passed), or by the coordinator's release after the
 // kill (its K record closes the section at that release's sequence number).
-func check(sections []*section, seqMax []int64, kills int, goroutines int, permits int, v *Verdict) {
+func check(sections []*section, seqMax []int64, kills int, goroutines int, permits []int, v *Verdict) {
 	v.PerName = make([]int, len(seqMax))
 	byName := make([][]*section, len(seqMax))
 	for _, s := range sections {
@@ -417,6 +481,13 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 		v.ByLang[s.Lang]++
 		if s.St != "" {
 			v.ByStyle[s.Lang+"/"+s.St]++
+		}
+		if s.Kind != "" {
+			if v.ByKind == nil {
+				v.ByKind, v.ByKindLang = make(map[string]int), make(map[string]int)
+			}
+			v.ByKind[s.Kind]++
+			v.ByKindLang[s.Kind+"/"+s.Lang]++
 		}
 		if s.T0 > 0 && s.TB-s.T0 > v.LongestWait.Nanoseconds() {
 			v.LongestWait, v.LongestWaitBy = time.Duration(s.TB-s.T0), s.St+" "+s.String()
@@ -456,7 +527,7 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 					v.problem("name %d: %s exits before it enters", n, l)
 				}
 			}
-			if permits > 0 {
+			if permits[n] > 0 {
 				kept := active[:0]
 				for _, e := range active {
 					switch {
@@ -472,9 +543,9 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 				if len(kept) > 0 {
 					v.Shared++
 				}
-				if len(kept) >= permits {
+				if len(kept) >= permits[n] {
 					v.Violations++
-					v.problem("name %d: %s entered while %d sections held the %d permits (%s, ...)", n, l, len(kept), permits, kept[0])
+					v.problem("name %d: %s entered while %d sections held the %d permits (%s, ...)", n, l, len(kept), permits[n], kept[0])
 				}
 				active = append(kept, l)
 				v.MostInside = max(v.MostInside, len(active))
@@ -567,6 +638,19 @@ func describeGap(e, l *section) string {
 // on a loaded machine).
 const fifoSlack = 100 * time.Millisecond
 
+// javaFifoSlack is fifoSlack for a Redisson caller: a JVM's first calls on
+// a lock (class loading, the compiler warming up, the script's first load)
+// take longer to reach Redis.
+const javaFifoSlack = 300 * time.Millisecond
+
+// fifoSlackOf is the slack for the call of section s.
+func fifoSlackOf(s *section) int64 {
+	if s.Lang != "" && s.Lang != "go" {
+		return javaFifoSlack.Nanoseconds()
+	}
+	return fifoSlack.Nanoseconds()
+}
+
 // checkFIFO checks that the fair locks served waiters in the order of their
 // calls: a section granted before another (a smaller S1) must not come from
 // an acquire call that began fifoSlack or more after the other's. As in
@@ -581,10 +665,10 @@ const fifoSlack = 100 * time.Millisecond
 // FIFOHonoured counts grants followed by a grant to a caller that was
 // already waiting (its call began fifoSlack or more after the first's, and
 // before the first was granted): the cases FIFO decided.
-func checkFIFO(sections []*section, names int, fairWait time.Duration, faults bool, v *Verdict) {
-	byName := make([][]*section, names)
+func checkFIFO(sections []*section, fair []bool, fairWait time.Duration, faults bool, v *Verdict) {
+	byName := make([][]*section, len(fair))
 	for _, s := range sections {
-		if s.N >= 0 && s.N < names {
+		if s.N >= 0 && s.N < len(fair) && fair[s.N] {
 			byName[s.N] = append(byName[s.N], s)
 		}
 	}
@@ -619,10 +703,14 @@ func checkFIFO(sections []*section, names int, fairWait time.Duration, faults bo
 					break
 				}
 			}
-			if minAll != nil && minAll.T0+slack <= b.T0 {
-				if faults || b.TB-busy[i] >= fairWait.Nanoseconds()-slack {
+			if minAll != nil && minAll.T0+fifoSlackOf(minAll) <= b.T0 {
+				switch {
+				case faults || b.TB-busy[i] >= fairWait.Nanoseconds()-slack:
 					v.FIFOExplained++
-				} else {
+				case v.connKillIn(minAll.T0-javaConnWindow.Nanoseconds(), b.TB):
+					v.FIFOExplained++
+					v.FIFOAfterConnKill++
+				default:
 					v.FIFOViolations++
 					v.problem("name %d: FIFO: %s (acquire call at %d) was served before %s, whose call began %v earlier (busy for %v)",
 						n, b, b.T0, minAll, time.Duration(b.T0-minAll.T0), time.Duration(b.TB-busy[i]))
@@ -630,6 +718,50 @@ func checkFIFO(sections []*section, names int, fairWait time.Duration, faults bo
 			}
 			if minAll == nil || b.T0 < minAll.T0 {
 				minAll = b
+			}
+		}
+	}
+}
+
+// checkTokens checks the fenced locks' tokens: every grant's token is
+// larger than every earlier grant's, so in the order of the sections'
+// entries (S1) the tokens strictly increase, across languages. A section
+// whose token is not larger than the one before it entered after the
+// other's grant although it was granted first: allowed only when it
+// entered after its lease could have run out (Lost: the paused holder
+// that fencing is for), or when one of the two was a Redisson section
+// that did not hold the lock (RedissonUnheld). A fenced section without a
+// token is a worker error.
+func checkTokens(sections []*section, fenced []bool, v *Verdict) {
+	byName := make([][]*section, len(fenced))
+	for _, s := range sections {
+		if s.N >= 0 && s.N < len(fenced) && fenced[s.N] {
+			byName[s.N] = append(byName[s.N], s)
+		}
+	}
+	for n, ss := range byName {
+		sort.Slice(ss, func(i, j int) bool { return ss[i].S1 < ss[j].S1 })
+		var prev *section
+		for _, s := range ss {
+			if s.Tok <= 0 {
+				v.WorkerErrors++
+				v.problem("name %d: fenced section %s has no token", n, s)
+				continue
+			}
+			if prev != nil {
+				v.TokensChecked++
+				if s.Tok <= prev.Tok {
+					switch {
+					case s.Lost || s.unheld || prev.unheld:
+						v.TokenExplained++
+					default:
+						v.TokenViolations++
+						v.problem("name %d: token %d of %s is not larger than token %d of %s, which entered before it", n, s.Tok, s, prev.Tok, prev)
+					}
+				}
+			}
+			if prev == nil || s.Tok > prev.Tok {
+				prev = s
 			}
 		}
 	}

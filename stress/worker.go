@@ -33,12 +33,17 @@ type workerConfig struct {
 	Faults     float64  `json:"faults"`
 	RW         bool     `json:"rw"`
 	FairWaitMs int64    `json:"fair_wait_ms"` // > 0: fair locks with this wait timeout
+	// FairTryWaitMs is the wait of TryLock on fair names (with Styles).
+	FairTryWaitMs int64 `json:"fair_try_wait_ms"`
 	Permits    int      `json:"permits"`      // > 0: semaphores instead of locks
 	Expirable  bool     `json:"expirable"`    // permit-expirable semaphores, permits with the lease
 	Masters    []string `json:"masters"`      // RedLocks over these independent masters
 	Out        string   `json:"out"`
 	Seed       uint64   `json:"seed"`
-	Styles     bool     `json:"styles"` // every acquisition style of the plain lock
+	Styles     bool     `json:"styles"` // every acquisition style of each kind
+	// Kinds is the kind of each name (kindPlain, kindRW, ...), set by the
+	// coordinator from the run's flags.
+	Kinds []string `json:"kinds"`
 }
 
 // record is one line of a worker's output file.
@@ -48,7 +53,8 @@ type workerConfig struct {
 //	   just before that INCR, T0 the wall clock before the acquire call
 //	   began, Lease the hold's lease in ms (the fixed lease, or the
 //	   watchdog timeout), WD whether the watchdog renews it, Read whether
-//	   it is a read hold of a read-write lock (--rw).
+//	   it is a read hold of a read-write lock, Tok the token of a fenced
+//	   lock's grant.
 //	E: it ended: S2 is the value of the second INCR, TE the wall clock
 //	   after it, Lost whether the hold's lease may have run out
 //	   meanwhile: a lease set at the acquisition (after T0) can only have
@@ -65,6 +71,8 @@ type workerConfig struct {
 //	K: written by the coordinator after a kill: it gave back the permit
 //	   of the section S1, after the INCR that returned S2.
 //	M: a one-attempt TryLock of N found the lock taken (no section).
+//	W: a TryLock with a wait on fair name N ran out at T (see
+//	   Verdict.FairWaitsOut).
 //	H: Java only: after the failed unlock of section S1 (a U record), the
 //	   worker unlocked again while its thread still held the lock; State
 //	   is "gone", "released" or "stuck" (see Verdict.RedissonUnlockRetries).
@@ -82,17 +90,24 @@ type record struct {
 	WD    bool   `json:"wd,omitempty"`
 	Read  bool   `json:"read,omitempty"`
 	Lost  bool   `json:"lost,omitempty"`
+	Tok   int64  `json:"tok,omitempty"` // B, fenced lock: the token of this grant
 	St    string `json:"st,omitempty"` // B: the acquisition style (lock, locklease, trylock-wait, ...)
 	State string `json:"state,omitempty"`
 	Err   string `json:"err,omitempty"`
 }
 
-// goStyles are the Go workers' acquisition styles of the plain lock (with
+// goStyles are the Go workers' acquisition styles of the lock kinds (with
 // Config.Styles), named as the Java workers name theirs: Lock (watchdog),
 // LockLease, TryLock with a wait and a fixed lease, with a wait and the
-// watchdog, and one attempt (a miss is an M record). Every goroutine is
-// its own owner (WithOwner).
+// watchdog, and one attempt (a miss is an M record). A fenced lock takes
+// each through its token-returning form (LockAndGetToken,
+// TryLockAndGetToken; LockLease then Token). Every goroutine is its own
+// owner (WithOwner).
 var goStyles = []string{"lock", "locklease", "trylock-wait", "trylock-wait-wd", "trylock"}
+
+// goSemStyles are those of a permit-expirable semaphore: Acquire with the
+// lease, TryAcquire with a wait, one attempt.
+var goSemStyles = []string{"acquire", "tryacquire-wait", "tryacquire"}
 
 // seqKey is the per-name sequence key every critical section increments on
 // entry and on exit, inside the lock.
@@ -282,12 +297,12 @@ func workerMain(specJSON string) int {
 			}
 			for stop.Err() == nil {
 				n := rng.IntN(len(cfg.Names))
-				var l rlock.Locker = c.Lock(cfg.Names[n])
-				if cfg.FairWaitMs > 0 {
-					l = c.FairLock(cfg.Names[n])
-				}
+				kind := cfg.Kinds[n]
+				var l rlock.Locker
+				var fenced *rlock.FencedLock
 				read := false
-				if cfg.RW {
+				switch kind {
+				case kindRW:
 					// Three reads for every write.
 					rw := c.ReadWriteLock(cfg.Names[n])
 					if read = rng.IntN(4) != 0; read {
@@ -295,9 +310,23 @@ func workerMain(specJSON string) int {
 					} else {
 						l = rw.WriteLock()
 					}
+				case kindFair:
+					l = c.FairLock(cfg.Names[n])
+				case kindFenced:
+					fenced = c.FencedLock(cfg.Names[n])
+					l = fenced
+				case kindRedLock:
+					members := make([]rlock.Locker, len(masters))
+					for i, mc := range masters {
+						members[i] = mc.Lock(cfg.Names[n])
+					}
+					l = rlock.NewRedLock(members...)
+				case kindSemaphore, kindPlainSemaphore:
+					l = &permitHolder{c: c, name: cfg.Names[n], expirable: kind == kindSemaphore}
+				default:
+					l = c.Lock(cfg.Names[n])
 				}
 				fixed := rng.IntN(2) == 0
-				// The plain lock goes through every acquisition style.
 				style := "lock"
 				if fixed {
 					style = "locklease"
@@ -306,33 +335,56 @@ func workerMain(specJSON string) int {
 					style = goStyles[rng.IntN(len(goStyles))]
 					fixed = style == "locklease" || style == "trylock-wait"
 				}
-				if len(masters) > 0 {
-					members := make([]rlock.Locker, len(masters))
-					for i, mc := range masters {
-						members[i] = mc.Lock(cfg.Names[n])
+				switch kind {
+				case kindSemaphore:
+					// A permit's lease; every style has one.
+					fixed, style = true, "acquire"
+					if cfg.Styles {
+						style = goSemStyles[rng.IntN(len(goSemStyles))]
 					}
-					l = rlock.NewRedLock(members...)
+				case kindPlainSemaphore:
+					fixed, style = false, "acquire" // a plain permit has no lease
 				}
-				if cfg.Permits > 0 {
-					l = &permitHolder{c: c, name: cfg.Names[n], expirable: cfg.Expirable}
-					fixed = cfg.Expirable // a permit's lease; a plain permit has none
+				// A fair lock's TryLock(wait) reserves its place in the
+				// line for the whole wait: a waiter that dies holds up
+				// those behind it that long. On fair names the waits are
+				// shorter, and one that runs out is a W record.
+				tryWait := time.Minute
+				if kind == kindFair {
+					tryWait = time.Duration(cfg.FairTryWaitMs) * time.Millisecond
 				}
 				t0 := time.Now()
-				plainSem := cfg.Permits > 0 && !cfg.Expirable
+				plainSem := kind == kindPlainSemaphore
 				if plainSem {
 					emit(record{K: "Q", G: g, N: n}) // acquiring (see giveBack)
 				}
+				var tok int64
 				if !cfg.Unsafe {
 					actx, cancelAcquire := context.WithTimeout(rlock.WithOwner(stop, owner), time.Minute)
 					var err error
 					got := true
-					switch style {
-					case "trylock-wait":
-						got, err = l.TryLock(actx, time.Minute, lease)
-					case "trylock-wait-wd":
-						got, err = l.TryLock(actx, time.Minute, 0)
-					case "trylock":
+					switch {
+					case fenced != nil && style == "lock":
+						tok, err = fenced.LockAndGetToken(actx)
+					case fenced != nil && style == "locklease":
+						if err = fenced.LockLease(actx, lease); err == nil {
+							// Held: no other grant can come between.
+							tok, err = fenced.Token(actx)
+						}
+					case fenced != nil && style == "trylock-wait":
+						tok, got, err = fenced.TryLockAndGetToken(actx, time.Minute, lease)
+					case fenced != nil && style == "trylock-wait-wd":
+						tok, got, err = fenced.TryLockAndGetToken(actx, time.Minute, 0)
+					case fenced != nil && style == "trylock":
+						tok, got, err = fenced.TryLockAndGetToken(actx, 0, 0)
+					case style == "trylock-wait", style == "tryacquire-wait":
+						got, err = l.TryLock(actx, tryWait, lease)
+					case style == "trylock-wait-wd":
+						got, err = l.TryLock(actx, tryWait, 0)
+					case style == "trylock":
 						got, err = l.TryLock(actx, 0, 0)
+					case style == "tryacquire":
+						got, err = l.TryLock(actx, 0, lease)
 					default:
 						if fixed {
 							err = l.LockLease(actx, lease)
@@ -342,8 +394,12 @@ func workerMain(specJSON string) int {
 					}
 					cancelAcquire()
 					if err == nil && !got {
-						if style == "trylock" {
+						if style == "trylock" || style == "tryacquire" {
 							emit(record{K: "M", G: g, N: n})
+							continue
+						}
+						if kind == kindFair {
+							emit(record{K: "W", G: g, N: n, T: time.Now().UnixNano()})
 							continue
 						}
 						err = errors.New("TryLock(1m) timed out")
@@ -361,7 +417,7 @@ func workerMain(specJSON string) int {
 				if wd {
 					leaseMs = cfg.WatchdogMs
 				}
-				if cfg.Permits > 0 && !cfg.Expirable {
+				if plainSem {
 					leaseMs, wd = 0, false // a plain semaphore's permit never expires
 				}
 				unlock := func() {
@@ -387,7 +443,7 @@ func workerMain(specJSON string) int {
 				// only if it had ended by the section's end.
 				var held context.Context
 				endedAtStart := false
-				if !cfg.Unsafe && cfg.Permits == 0 {
+				if _, permit := l.(*permitHolder); !cfg.Unsafe && !permit {
 					hc, err := l.HoldContext(rlock.WithOwner(context.Background(), owner))
 					if err != nil {
 						endedAtStart = true
@@ -404,7 +460,7 @@ func workerMain(specJSON string) int {
 					unlock()
 					return
 				}
-				emit(record{K: "B", G: g, N: n, S1: s1, T0: t0.UnixNano(), TB: tb.UnixNano(), Lease: leaseMs, WD: wd, Read: read, St: style})
+				emit(record{K: "B", G: g, N: n, S1: s1, T0: t0.UnixNano(), TB: tb.UnixNano(), Lease: leaseMs, WD: wd, Read: read, Tok: tok, St: style})
 				if cfg.MaxHoldUs > 0 {
 					time.Sleep(time.Duration(rng.Int64N(cfg.MaxHoldUs+1)) * time.Microsecond)
 				}
@@ -431,7 +487,8 @@ func workerMain(specJSON string) int {
 }
 
 // permitHolder takes and gives back one permit of a semaphore through the
-// Locker methods the worker loop uses (Lock, LockLease, Unlock).
+// Locker methods the worker loop uses (Lock, LockLease, Unlock; TryLock:
+// permit-expirable only).
 type permitHolder struct {
 	rlock.Locker // nil: only the methods below are called
 	c            *rlock.Client
@@ -451,6 +508,12 @@ func (p *permitHolder) LockLease(ctx context.Context, lease time.Duration) error
 	id, err := p.c.PermitExpirableSemaphore(p.name).Acquire(ctx, lease)
 	p.id = id
 	return err
+}
+
+func (p *permitHolder) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
+	id, ok, err := p.c.PermitExpirableSemaphore(p.name).TryAcquire(ctx, wait, lease)
+	p.id = id
+	return ok, err
 }
 
 func (p *permitHolder) Unlock(ctx context.Context) error {

@@ -11,7 +11,9 @@ import java.util.concurrent.TimeUnit;
 
 import org.redisson.Redisson;
 import org.redisson.api.RAtomicLong;
+import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
@@ -33,6 +35,16 @@ import org.redisson.config.Config;
  * lock (RLock.lock(), watchdog), locklease (lock(lease)), trylock-wait (tryLock(wait,
  * lease)), trylock-wait-wd (tryLock(wait): watchdog), trylock (tryLock(): one attempt,
  * a miss is just counted), lockasync (lockAsync().get(): watchdog), lockasync-lease.
+ * <p>
+ * A NAME is "KIND=name" or a plain name (kind plain, getLock). Kinds: rw
+ * (getReadWriteLock: three reads for every write, the B record says "read"), fair
+ * (getFairLock; -Dsoak.fairWaitMs sets Config.setFairLockWaitTimeout), fenced
+ * (getFencedLock: each style through its token-returning form, lockAndGetToken,
+ * tryLockAndGetToken, ...; the B record carries the token "tok"), semaphore
+ * (getPermitExpirableSemaphore: a permit with the lease, by acquire(lease),
+ * tryAcquire(wait, lease), tryAcquire(0, lease): one attempt, acquireAsync(lease);
+ * the coordinator sets the permits). A failed release of a permit is tried again
+ * with tryRelease.
  * A failed acquire writes an X record, a failed unlock a U record, each with the wall
  * clock t (the coordinator excuses Redisson's errors shortly after it killed the
  * command connections).
@@ -92,13 +104,18 @@ public final class SoakWorker {
         int threads = Integer.parseInt(args[5]);
         long seed = Long.parseLong(args[6]);
         out = new FileOutputStream(args[7], true);
-        List<String> names = new ArrayList<>();
+        List<Name> names = new ArrayList<>();
         for (int i = 8; i < args.length; i++) {
-            names.add(args[i]);
+            names.add(new Name(args[i]));
         }
 
         Config lc = new Config();
         lc.setLockWatchdogTimeout(watchdogMs);
+        long fairWaitMs = Long.getLong("soak.fairWaitMs", 0);
+        if (fairWaitMs > 0) {
+            // Config.setFairLockWaitTimeout: Redisson 3.24+ (the driver compiles against 3.23.5).
+            Config.class.getMethod("setFairLockWaitTimeout", long.class).invoke(lc, fairWaitMs);
+        }
         lc.useSingleServer().setAddress(url(lockAddr));
         Config sc = new Config();
         sc.setCodec(StringCodec.INSTANCE);
@@ -141,77 +158,174 @@ public final class SoakWorker {
     /** -Dsoak.unsafe=true: no locking at all (the checker must then report violations). */
     private static final boolean UNSAFE = Boolean.getBoolean("soak.unsafe");
 
-    private static void loop(int g, RedissonClient locks, RedissonClient seq, List<String> names,
+    /** A name argument: "KIND=name", or a plain name (kind "plain"). */
+    private static final class Name {
+        final String kind, name;
+
+        Name(String arg) {
+            int eq = arg.indexOf('=');
+            kind = eq < 0 ? "plain" : arg.substring(0, eq);
+            name = eq < 0 ? arg : arg.substring(eq + 1);
+            switch (kind) {
+                case "plain": case "rw": case "fair": case "fenced": case "semaphore":
+                    break;
+                default:
+                    throw new IllegalArgumentException("unknown kind " + kind + " in " + arg);
+            }
+        }
+    }
+
+    /** One acquisition: what the B record says, and how to give it back. */
+    private static final class Grant {
+        String st;
+        boolean wd, read;
+        Long tok; // fenced: the token of this grant
+        RLock lock; // the lock kinds
+        RPermitExpirableSemaphore sem; // semaphore: the permit's semaphore and id
+        String permit;
+    }
+
+    /** -Dsoak.fairTryWaitMs: the wait of tryLock(wait) on fair names. */
+    private static final long FAIR_TRY_WAIT_MS = Long.getLong("soak.fairTryWaitMs", 12_000);
+
+    private static final String[] SEM_STYLES = {"acquire", "tryacquire-wait", "tryacquire", "acquireasync"};
+
+    /** The lock a lock-kind name stands for (rw: the read or the write lock). */
+    private static RLock lockOf(RedissonClient locks, Name nm, boolean read) {
+        switch (nm.kind) {
+            case "rw":
+                return read ? locks.getReadWriteLock(nm.name).readLock() : locks.getReadWriteLock(nm.name).writeLock();
+            case "fair":
+                return locks.getFairLock(nm.name);
+            case "fenced":
+                return locks.getFencedLock(nm.name);
+            default:
+                return locks.getLock(nm.name);
+        }
+    }
+
+    /**
+     * Acquires name nm in a random style of its kind; null when a one-attempt try
+     * found it taken (an M record is written) or a wait ran out (an X record).
+     */
+    private static Grant acquire(Grant gr, RedissonClient locks, Name nm, int g, int n, long leaseMs, Random rng) throws Exception {
+        if (nm.kind.equals("semaphore")) {
+            gr.sem = locks.getPermitExpirableSemaphore(nm.name);
+            switch (gr.st) {
+                case "acquire":
+                    gr.permit = gr.sem.acquire(leaseMs, TimeUnit.MILLISECONDS);
+                    break;
+                case "tryacquire-wait":
+                    gr.permit = gr.sem.tryAcquire(60_000, leaseMs, TimeUnit.MILLISECONDS);
+                    if (gr.permit == null) {
+                        emit("{\"k\":\"X\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"err\":\"tryAcquire(60s) timed out\"}");
+                        return null;
+                    }
+                    break;
+                case "tryacquire":
+                    gr.permit = gr.sem.tryAcquire(0, leaseMs, TimeUnit.MILLISECONDS);
+                    if (gr.permit == null) {
+                        emit("{\"k\":\"M\",\"g\":" + g + ",\"n\":" + n + "}");
+                        return null;
+                    }
+                    break;
+                default: // acquireasync
+                    gr.permit = gr.sem.acquireAsync(leaseMs, TimeUnit.MILLISECONDS).get();
+                    break;
+            }
+            return gr;
+        }
+        RLock l = lockOf(locks, nm, gr.read);
+        gr.lock = l;
+        // A fair lock's tryLock(wait) reserves its place in the line for the whole
+        // wait: a waiter that dies holds up those behind it that long. On fair names
+        // the waits are shorter, and one that runs out is a W record.
+        boolean fair = nm.kind.equals("fair");
+        long tryWaitMs = fair ? FAIR_TRY_WAIT_MS : 60_000;
+        gr.wd = gr.st.equals("lock") || gr.st.equals("trylock-wait-wd") || gr.st.equals("trylock") || gr.st.equals("lockasync");
+        boolean got = true;
+        if (nm.kind.equals("fenced")) {
+            // Every style through its token-returning form.
+            RFencedLock f = (RFencedLock) l;
+            switch (gr.st) {
+                case "lock": gr.tok = f.lockAndGetToken(); break;
+                case "locklease": gr.tok = f.lockAndGetToken(leaseMs, TimeUnit.MILLISECONDS); break;
+                case "trylock-wait": gr.tok = f.tryLockAndGetToken(60_000, leaseMs, TimeUnit.MILLISECONDS); break;
+                case "trylock-wait-wd": gr.tok = f.tryLockAndGetToken(60_000, TimeUnit.MILLISECONDS); break;
+                case "trylock": gr.tok = f.tryLockAndGetToken(); break;
+                case "lockasync": gr.tok = f.lockAndGetTokenAsync().get(); break;
+                default: gr.tok = f.lockAndGetTokenAsync(leaseMs, TimeUnit.MILLISECONDS).get(); break;
+            }
+            got = gr.tok != null;
+        } else {
+            switch (gr.st) {
+                case "lock": l.lock(); break;
+                case "locklease": l.lock(leaseMs, TimeUnit.MILLISECONDS); break;
+                case "trylock-wait": got = l.tryLock(tryWaitMs, leaseMs, TimeUnit.MILLISECONDS); break;
+                case "trylock-wait-wd": got = l.tryLock(tryWaitMs, TimeUnit.MILLISECONDS); break;
+                case "trylock": got = l.tryLock(); break;
+                case "lockasync": l.lockAsync().get(); break;
+                default: l.lockAsync(leaseMs, TimeUnit.MILLISECONDS).get(); break;
+            }
+        }
+        if (!got) {
+            if (gr.st.equals("trylock")) {
+                emit("{\"k\":\"M\",\"g\":" + g + ",\"n\":" + n + "}");
+            } else if (fair) {
+                emit("{\"k\":\"W\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + "}");
+            } else {
+                emit("{\"k\":\"X\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"err\":\"tryLock(60s) timed out\"}");
+            }
+            return null;
+        }
+        return gr;
+    }
+
+    private static void loop(int g, RedissonClient locks, RedissonClient seq, List<Name> names,
                              long watchdogMs, long leaseMs, long maxHoldUs, Random rng) {
         while (!stop) {
             int n = rng.nextInt(names.size());
-            String name = names.get(n);
-            RLock l = locks.getLock(name);
-            RAtomicLong sk = seq.getAtomicLong(name + ":seq");
-            String st = STYLES[rng.nextInt(STYLES.length)];
-            boolean wd;
-            long t0 = wallNanos();
+            Name nm = names.get(n);
+            RAtomicLong sk = seq.getAtomicLong(nm.name + ":seq");
+            long t0 = wallNanos(), t0Mono = System.nanoTime();
+            Grant gr = new Grant();
+            if (nm.kind.equals("semaphore")) {
+                gr.st = SEM_STYLES[rng.nextInt(SEM_STYLES.length)];
+            } else {
+                gr.read = nm.kind.equals("rw") && rng.nextInt(4) != 0; // three reads for every write
+                gr.st = STYLES[rng.nextInt(STYLES.length)];
+            }
             try {
                 if (UNSAFE) {
-                    st = "unsafe";
-                    wd = false;
-                } else switch (st) {
-                    case "lock":
-                        l.lock();
-                        wd = true;
-                        break;
-                    case "locklease":
-                        l.lock(leaseMs, TimeUnit.MILLISECONDS);
-                        wd = false;
-                        break;
-                    case "trylock-wait":
-                        if (!l.tryLock(60_000, leaseMs, TimeUnit.MILLISECONDS)) {
-                            emit("{\"k\":\"X\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"err\":\"tryLock(60s) timed out\"}");
-                            continue;
-                        }
-                        wd = false;
-                        break;
-                    case "trylock-wait-wd":
-                        if (!l.tryLock(60_000, TimeUnit.MILLISECONDS)) {
-                            emit("{\"k\":\"X\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"err\":\"tryLock(60s) timed out\"}");
-                            continue;
-                        }
-                        wd = true;
-                        break;
-                    case "trylock":
-                        if (!l.tryLock()) {
-                            emit("{\"k\":\"M\",\"g\":" + g + ",\"n\":" + n + "}");
-                            continue;
-                        }
-                        wd = true;
-                        break;
-                    case "lockasync":
-                        l.lockAsync().get();
-                        wd = true;
-                        break;
-                    default: // lockasync-lease
-                        l.lockAsync(leaseMs, TimeUnit.MILLISECONDS).get();
-                        wd = false;
-                        break;
+                    gr.st = "unsafe";
+                } else if (acquire(gr, locks, nm, g, n, leaseMs, rng) == null) {
+                    continue;
                 }
             } catch (Throwable t) {
                 if (stop) {
                     return;
                 }
-                emit("{\"k\":\"X\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"err\":" + quote("acquire (" + st + "): " + t) + "}");
+                emit("{\"k\":\"X\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"err\":" + quote("acquire (" + nm.kind + " " + gr.st + "): " + t) + "}");
                 continue;
             }
-            long lease = wd ? watchdogMs : leaseMs;
-            // A fixed lease runs out no earlier than PTTL's send plus the TTL it read
-            // (Redisson's watchdog holds are never excused: it renews them).
+            long lease = gr.wd ? watchdogMs : leaseMs;
+            // When the hold may have run out: a fixed lease runs out no earlier than
+            // PTTL's send plus the TTL it read (Redisson's watchdog holds are never
+            // excused: it renews them). A read hold's own lease is not the hash's
+            // TTL, and a permit's lease has no TTL to read: for those, no earlier
+            // than the lease after the acquire call began.
             long expiresNs = Long.MAX_VALUE;
-            if (!wd && !UNSAFE) {
-                long sent = System.nanoTime();
-                try {
-                    long ttl = l.remainTimeToLive();
-                    expiresNs = ttl > 0 ? sent + ttl * 1_000_000L : sent;
-                } catch (Throwable t) {
-                    expiresNs = sent; // unknown: counted as possibly run out
+            if (!gr.wd && !UNSAFE) {
+                if (gr.lock == null || gr.read) {
+                    expiresNs = t0Mono + leaseMs * 1_000_000L;
+                } else {
+                    long sent = System.nanoTime();
+                    try {
+                        long ttl = gr.lock.remainTimeToLive();
+                        expiresNs = ttl > 0 ? sent + ttl * 1_000_000L : sent;
+                    } catch (Throwable t) {
+                        expiresNs = sent; // unknown: counted as possibly run out
+                    }
                 }
             }
             long tb = wallNanos();
@@ -220,11 +334,12 @@ public final class SoakWorker {
                 s1 = sk.incrementAndGet();
             } catch (Throwable t) {
                 emit("{\"k\":\"X\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"err\":" + quote("INCR: " + t) + "}");
-                unlock(l, g, n, 0);
+                release(gr, g, n, 0);
                 return;
             }
             emit("{\"k\":\"B\",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1 + ",\"t0\":" + t0 + ",\"tb\":" + tb
-                + ",\"lease\":" + lease + (wd ? ",\"wd\":true" : "") + ",\"st\":\"" + st + "\"}");
+                + ",\"lease\":" + lease + (gr.wd ? ",\"wd\":true" : "") + (gr.read ? ",\"read\":true" : "")
+                + (gr.tok != null ? ",\"tok\":" + gr.tok : "") + ",\"st\":\"" + gr.st + "\"}");
             if (maxHoldUs > 0) {
                 long us = (long) (rng.nextDouble() * (maxHoldUs + 1));
                 try {
@@ -238,29 +353,33 @@ public final class SoakWorker {
                 s2 = sk.incrementAndGet();
             } catch (Throwable t) {
                 emit("{\"k\":\"X\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"err\":" + quote("INCR: " + t) + "}");
-                unlock(l, g, n, s1);
+                release(gr, g, n, s1);
                 return;
             }
             long te = wallNanos();
             boolean lost = System.nanoTime() >= expiresNs;
             emit("{\"k\":\"E\",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1 + ",\"s2\":" + s2 + ",\"te\":" + te
                 + (lost ? ",\"lost\":true" : "") + "}");
-            unlock(l, g, n, s1);
+            release(gr, g, n, s1);
         }
     }
 
-
-    private static void unlock(RLock l, int g, int n, long s1) {
+    /** Unlocks the lock, or releases the permit, of a grant. */
+    private static void release(Grant gr, int g, int n, long s1) {
         if (UNSAFE) {
             return;
         }
         try {
-            l.unlock();
+            if (gr.sem != null) {
+                gr.sem.release(gr.permit);
+            } else {
+                gr.lock.unlock();
+            }
             return;
         } catch (Throwable t) {
             emit("{\"k\":\"U\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1 + ",\"err\":" + quote(t.toString()) + "}");
             if (t instanceof IllegalMonitorStateException) {
-                return;
+                return; // not held: the outcome is known
             }
         }
         // The unlock failed with its outcome unknown (a cut connection, a response
@@ -268,17 +387,22 @@ public final class SoakWorker {
         // this thread's next lock() of the name re-enters it, resetting its lease:
         // a thread that keeps coming back holds the name until its JVM dies. Do what
         // a careful application does: while the thread still holds the lock, unlock
-        // again (an unlock that did run makes isHeldByCurrentThread false). The H
-        // record says whether the hold was still there and whether it ended.
+        // again (an unlock that did run makes isHeldByCurrentThread false); for a
+        // permit, tryRelease it (false: it was released or ran out). The H record
+        // says whether the hold was still there and whether it ended.
         boolean held = false;
         for (int i = 0; i < 40; i++) {
             try {
-                if (!l.isHeldByCurrentThread()) {
+                if (gr.sem != null) {
+                    emitRetried(g, n, s1, gr.sem.tryRelease(gr.permit) ? "released" : "gone");
+                    return;
+                }
+                if (!gr.lock.isHeldByCurrentThread()) {
                     emitRetried(g, n, s1, held ? "released" : "gone");
                     return;
                 }
                 held = true;
-                l.unlock();
+                gr.lock.unlock();
             } catch (Throwable t) {
                 // retried below
             }
