@@ -148,7 +148,7 @@ type Verdict struct {
 	// while the passed-over waiter waited (Redisson's queueing call may
 	// have failed; it queues again behind the others).
 	FIFOAfterConnKill int
-	LongestWait             time.Duration
+	LongestWait       time.Duration
 	// JavaConnErrors counts Redisson's acquire and unlock errors within
 	// javaConnWindow after the coordinator closed every command or
 	// pub/sub connection (CLIENT KILL): Redisson reports a command cut by

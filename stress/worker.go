@@ -34,13 +34,13 @@ type workerConfig struct {
 	RW         bool     `json:"rw"`
 	FairWaitMs int64    `json:"fair_wait_ms"` // > 0: fair locks with this wait timeout
 	// FairTryWaitMs is the wait of TryLock on fair names (with Styles).
-	FairTryWaitMs int64 `json:"fair_try_wait_ms"`
-	Permits    int      `json:"permits"`      // > 0: semaphores instead of locks
-	Expirable  bool     `json:"expirable"`    // permit-expirable semaphores, permits with the lease
-	Masters    []string `json:"masters"`      // RedLocks over these independent masters
-	Out        string   `json:"out"`
-	Seed       uint64   `json:"seed"`
-	Styles     bool     `json:"styles"` // every acquisition style of each kind
+	FairTryWaitMs int64    `json:"fair_try_wait_ms"`
+	Permits       int      `json:"permits"`   // > 0: semaphores instead of locks
+	Expirable     bool     `json:"expirable"` // permit-expirable semaphores, permits with the lease
+	Masters       []string `json:"masters"`   // RedLocks over these independent masters
+	Out           string   `json:"out"`
+	Seed          uint64   `json:"seed"`
+	Styles        bool     `json:"styles"` // every acquisition style of each kind
 	// Kinds is the kind of each name (kindPlain, kindRW, ...), set by the
 	// coordinator from the run's flags.
 	Kinds []string `json:"kinds"`
@@ -91,7 +91,7 @@ type record struct {
 	Read  bool   `json:"read,omitempty"`
 	Lost  bool   `json:"lost,omitempty"`
 	Tok   int64  `json:"tok,omitempty"` // B, fenced lock: the token of this grant
-	St    string `json:"st,omitempty"` // B: the acquisition style (lock, locklease, trylock-wait, ...)
+	St    string `json:"st,omitempty"`  // B: the acquisition style (lock, locklease, trylock-wait, ...)
 	State string `json:"state,omitempty"`
 	Err   string `json:"err,omitempty"`
 }
