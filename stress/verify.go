@@ -135,6 +135,7 @@ type Verdict struct {
 	// language. LongestWait is the longest acquire call that got the lock
 	// (from T0 to TB).
 	ByLang, ByStyle, Misses map[string]int
+	LongestWait             time.Duration
 	// ByKind counts the acquisitions per kind of name; ByKindLang per
 	// "<kind>/<language>".
 	ByKind, ByKindLang map[string]int
@@ -148,7 +149,6 @@ type Verdict struct {
 	// while the passed-over waiter waited (Redisson's queueing call may
 	// have failed; it queues again behind the others).
 	FIFOAfterConnKill int
-	LongestWait       time.Duration
 	// JavaConnErrors counts Redisson's acquire and unlock errors within
 	// javaConnWindow after the coordinator closed every command or
 	// pub/sub connection (CLIENT KILL): Redisson reports a command cut by
