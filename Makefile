@@ -90,14 +90,15 @@ stress: deps-redis
 # on the same names of every kind both have (plain, read-write, fair,
 # fenced, permit-expirable semaphore), every acquisition style of both,
 # SIGKILLs of both languages in turn and CLIENT KILLs of the lock server's
-# pub/sub and command connections, checked by the sequence-number interval
+# pub/sub and command connections, stalls of all traffic to the lock
+# server (a TCP proxy) and restarts of it (empty), checked by the sequence-number interval
 # checker (stress/verify.go), about 900 acquisitions/s on 2 cores; then a
 # shorter one on Valkey; alongside both, 100,000 locks held with the
 # watchdog for 10 minutes and a Redis restart (--long-holds).
-# 21 + 5 minutes and the start and stop of each: under 30 minutes in all.
-SOAK_DURATION ?= 21m
+# 22 + 5 minutes and the start and stop of each: under 30 minutes in all.
+SOAK_DURATION ?= 22m
 SOAK_VALKEY_DURATION ?= 5m
-SOAK_FLAGS ?= --procs 3 --java 2 --goroutines 4 --names 16 --max-hold 1ms --kill-every 10s --client-kills 20s --kinds plain,rw,fair,fenced,semaphore --fair-wait 1s
+SOAK_FLAGS ?= --procs 3 --java 2 --goroutines 4 --names 16 --max-hold 1ms --kill-every 10s --client-kills 20s --kinds plain,rw,fair,fenced,semaphore --fair-wait 1s --stall-every 20s --restart-lock-every 90s
 soak: deps
 	@mkdir -p bin
 	$(GO) build -o bin/stress ./stress

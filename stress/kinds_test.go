@@ -37,6 +37,14 @@ func TestCheckTokens(t *testing.T) {
 	assert.Zero(t, v.TokenViolations)
 	assert.Equal(t, 1, v.TokenExplained)
 
+	// A restart of the lock server between two sections loses the
+	// counter: the tokens start again, and must rise from there.
+	v = Verdict{restarts: []restart{{down: 150, up: 160}}}
+	at := func(s *section, tb int64) *section { s.TB = tb; return s }
+	checkTokens([]*section{at(sec(1, 7), 100), at(sec(3, 8), 120), at(sec(5, 1), 200), at(sec(7, 2), 210), at(sec(9, 2), 220)}, []bool{true}, &v)
+	assert.Equal(t, 1, v.TokenExplained, "the restart")
+	assert.Equal(t, 1, v.TokenViolations, "token 2 twice after the restart")
+
 	v = Verdict{}
 	checkTokens([]*section{sec(1, 1), sec(3, 1)}, []bool{true}, &v)
 	assert.Equal(t, 1, v.TokenViolations, "a token given twice")
@@ -75,3 +83,28 @@ func TestReadRecordsFairWaitsOut(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A restart of the lock server (empty) explains an overlap of a hold
+// taken before it with one that entered after it went down, and the
+// errors while it was down and shortly after; nothing else.
+func TestCheckRestarts(t *testing.T) {
+	before := func() *section { return &section{proc: proc{0, 0}, S1: 1, S2: 4, TB: 100 * ms, TE: 900 * ms, Lease: 30000} }
+	after := &section{proc: proc{1, 0}, S1: 2, S2: 3, TB: 600 * ms, TE: 610 * ms, Lease: 30000}
+	v := Verdict{restarts: []restart{{down: 500 * ms, up: 550 * ms}}}
+	check([]*section{before(), after}, []int64{4}, 0, 4, []int{0}, &v)
+	assert.Zero(t, v.Violations)
+	assert.Equal(t, 1, v.RestartOverlaps)
+
+	v = Verdict{restarts: []restart{{down: 700 * ms, up: 750 * ms}}}
+	check([]*section{before(), after}, []int64{4}, 0, 4, []int{0}, &v)
+	assert.Equal(t, 1, v.Violations, "the restart came after the second entered")
+
+	v = Verdict{restarts: []restart{{down: 500 * ms, up: 550 * ms}}}
+	p := procResult{proc: proc{0, 0}}
+	assert.True(t, v.restartError(p, record{K: "X", T: 520 * ms, Err: "acquire: dial tcp: connection refused"}))
+	assert.True(t, v.restartError(p, record{K: "U", T: 550*ms + restartWindow.Nanoseconds(), Err: "not held"}))
+	assert.False(t, v.restartError(p, record{K: "X", T: 551*ms + restartWindow.Nanoseconds(), Err: "acquire: x"}))
+	assert.False(t, v.restartError(p, record{K: "X", T: 499 * ms, Err: "acquire: x"}))
+	assert.False(t, v.restartError(p, record{K: "X", T: 520 * ms, Err: "INCR: x"}), "the sequencer never restarts")
+	assert.Equal(t, map[string]int{"go X": 1, "go U": 1}, v.RestartErrors)
+}

@@ -131,6 +131,14 @@ type Config struct {
 	JavaVersions []string      // default: 4.7.0 and 3.52.0
 	Styles       bool          // Go workers use every acquisition style (TryLock with and without wait too); on with Java
 	ClientKills  time.Duration // mean time between CLIENT KILLs on the lock server (of pub/sub or of command connections); 0: none
+	// RestartLockEvery is the mean time between restarts of the lock
+	// server (empty: every hold lost); 0: none. Needs Redis empty (the
+	// run's own server).
+	RestartLockEvery time.Duration
+	// StallEvery is the mean time between stalls of all the workers'
+	// traffic to the lock server, through the harness' TCP proxy, each
+	// for StallMax/4 to StallMax (default 1s); 0: none.
+	StallEvery, StallMax time.Duration
 	// Kinds are the kinds of the names, taking turns: name i is of kind
 	// Kinds[i % len(Kinds)], among kindPlain, kindRW, kindFair,
 	// kindFenced and kindSemaphore (permit-expirable, with the Lease):
@@ -212,8 +220,14 @@ func (c *Config) defaults() error {
 	if c.has(kindFair) && c.FairWait <= 0 {
 		c.FairWait = 3 * time.Second
 	}
-	if c.Java < 0 || c.ClientKills < 0 {
-		return errors.New("--java and --client-kills must not be negative")
+	if c.Java < 0 || c.ClientKills < 0 || c.RestartLockEvery < 0 || c.StallEvery < 0 || c.StallMax < 0 {
+		return errors.New("--java, --client-kills, --restart-lock-every, --stall-every and --stall-max must not be negative")
+	}
+	if c.RestartLockEvery > 0 && c.Redis != "" {
+		return errors.New("--restart-lock-every restarts the run's own server: not with --redis")
+	}
+	if c.StallEvery > 0 && c.StallMax == 0 {
+		c.StallMax = time.Second
 	}
 	if c.Java > 0 {
 		c.Styles = true
@@ -279,6 +293,11 @@ type Report struct {
 	// --redlock: masters killed and restarted empty (each kept down for
 	// the longest lease first, Redlock's delayed restart).
 	MasterRestarts int
+	// LockRestarts counts the lock server's restarts (--restart-lock-every);
+	// Stalls the proxy's stalls, StallTotal and StallLongest their time.
+	LockRestarts             int
+	Stalls                   int
+	StallTotal, StallLongest time.Duration
 	// KillsByLang counts the SIGKILLs by the killed worker's language;
 	// ClientKills the CLIENT KILLs on the lock server by connection type
 	// and the connections they closed.
@@ -314,6 +333,9 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	javaVersions := fs.String("java-versions", "4.7.0,3.52.0", "with --java: the Redisson versions, taking turns")
 	fs.BoolVar(&c.Styles, "styles", false, "Go workers use every acquisition style (on with --java)")
 	kindsFlag := fs.String("kinds", "", "the kinds of the names, taking turns, among "+strings.Join(mixedKinds, ",")+" (semaphore: permit-expirable, --semaphore permits each, default 3); default: plain, or the kind of --rw, --fair, --semaphore, --redlock")
+	fs.DurationVar(&c.RestartLockEvery, "restart-lock-every", 0, "mean time between restarts of the lock server, empty (0: none)")
+	fs.DurationVar(&c.StallEvery, "stall-every", 0, "mean time between stalls of the workers' traffic to the lock server through a TCP proxy (0: none)")
+	fs.DurationVar(&c.StallMax, "stall-max", time.Second, "with --stall-every: the longest stall (each lasts a quarter of this to all of it)")
 	fs.DurationVar(&c.ClientKills, "client-kills", 0, "mean time between CLIENT KILLs of every pub/sub or command connection on the lock server (0: none)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -412,6 +434,13 @@ func (r *Report) Print(w io.Writer) {
 	if len(r.ClientKills) > 0 {
 		fmt.Fprintf(w, "CLIENT KILLs on the lock server: %s (connections closed: %s)\n", sortedCounts(r.ClientKills), sortedCounts(r.ConnsKilled))
 	}
+	if r.LockRestarts > 0 {
+		fmt.Fprintf(w, "lock server restarts (empty): %d; overlaps explained by a restart: %d; errors within %v of one (the server was down; not counted): %s\n",
+			r.LockRestarts, r.RestartOverlaps, restartWindow, sortedCounts(r.RestartErrors))
+	}
+	if r.Stalls > 0 {
+		fmt.Fprintf(w, "proxy stalls of all worker traffic to the lock server: %d, %v in all, longest %v\n", r.Stalls, r.StallTotal.Round(time.Millisecond), r.StallLongest.Round(time.Millisecond))
+	}
 	fmt.Fprintf(w, "lease-expiry overlaps: %d (with a live holder that knew its hold had ended: %d)", r.LeaseExpiryOverlaps, r.LostOverlaps)
 	if r.ExpiryGapMax > 0 {
 		fmt.Fprintf(w, " (next holder entered %v..%v after the kill)", r.ExpiryGapMin.Round(time.Millisecond), r.ExpiryGapMax.Round(time.Millisecond))
@@ -493,13 +522,27 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := &Report{Config: cfg}
 	addr := cfg.Redis
+	var srv *redistest.Server
 	if addr == "" {
-		srv, err := redistest.StartServer(ctx, redistest.Config{Name: "stress"})
-		if err != nil {
+		var err error
+		if srv, err = redistest.StartServer(ctx, redistest.Config{Name: "stress"}); err != nil {
 			return nil, err
 		}
 		defer srv.Close()
 		addr = srv.Addr
+	}
+	// --stall-every: the workers reach the lock server through the
+	// harness' TCP proxy, which stalls all traffic now and then; the
+	// coordinator talks to the server directly.
+	workerAddr := addr
+	var proxy *redistest.Proxy
+	if cfg.StallEvery > 0 {
+		var err error
+		if proxy, err = redistest.StartProxy(addr); err != nil {
+			return nil, err
+		}
+		defer proxy.Close()
+		workerAddr = proxy.Addr
 	}
 	rc, err := dial(addr)
 	if err != nil {
@@ -639,14 +682,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			w.Lang = "java-" + v
 			args := []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss512k", "-Xmx256m",
 				"-Dsoak.unsafe=" + strconv.FormatBool(cfg.Unsafe), "-Dsoak.fairWaitMs=" + strconv.FormatInt(fairWaitMs(cfg), 10),
-				"-Dsoak.fairTryWaitMs=" + strconv.FormatInt(fairTryWait(cfg).Milliseconds(), 10), "-cp", driver.ClassPath(v), "SoakWorker", addr, seqAddr,
+				"-Dsoak.fairTryWaitMs=" + strconv.FormatInt(fairTryWait(cfg).Milliseconds(), 10), "-cp", driver.ClassPath(v), "SoakWorker", workerAddr, seqAddr,
 				strconv.FormatInt(cfg.Watchdog.Milliseconds(), 10), strconv.FormatInt(cfg.Lease.Milliseconds(), 10),
 				strconv.FormatInt(cfg.MaxHold.Microseconds(), 10), strconv.Itoa(cfg.Goroutines),
 				strconv.FormatInt(int64(seed>>1), 10), w.Out}
 			w.cmd = exec.Command("java", append(args, javaNames...)...)
 		} else {
 			spec, _ := json.Marshal(workerConfig{
-				Addr: addr, SeqAddr: seqAddr, Names: names, Goroutines: cfg.Goroutines, Styles: cfg.Styles,
+				Addr: workerAddr, SeqAddr: seqAddr, Names: names, Goroutines: cfg.Goroutines, Styles: cfg.Styles,
 				WatchdogMs: cfg.Watchdog.Milliseconds(), LeaseMs: cfg.Lease.Milliseconds(),
 				MaxHoldUs: cfg.MaxHold.Microseconds(), Unsafe: cfg.Unsafe, Faults: cfg.Faults, RW: cfg.RW, Out: w.Out,
 				FairWaitMs: fairWaitMs(cfg), FairTryWaitMs: fairTryWait(cfg).Milliseconds(), Permits: cfg.Semaphore, Expirable: cfg.Expirable, Masters: masterAddrs,
@@ -701,9 +744,73 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	killTimer := jitterAfter(rng, cfg.KillEvery)
 	clientKillTimer := jitterAfter(rng, cfg.ClientKills)
 	clientKills := 0
+	restartTimer := jitterAfter(rng, cfg.RestartLockEvery)
+	stallTimer := jitterAfter(rng, cfg.StallEvery)
+	stallDone := make(chan time.Duration, 1)
+	stalling := false
+	defer func() {
+		if stalling {
+			<-stallDone
+		}
+	}()
 loop:
 	for {
 		select {
+		case d := <-stallDone:
+			stalling = false
+			rep.Stalls++
+			rep.StallTotal += d
+			rep.StallLongest = max(rep.StallLongest, d)
+			stallTimer = jitterAfter(rng, cfg.StallEvery)
+		case <-stallTimer:
+			// Stall every worker connection to the lock server (both
+			// directions, nothing closed) for StallMax/4 to StallMax.
+			d := cfg.StallMax/4 + time.Duration(rng.Int64N(int64(cfg.StallMax*3/4)+1))
+			stalling = true
+			go func() {
+				proxy.Stall()
+				time.Sleep(d)
+				proxy.Resume()
+				stallDone <- d
+			}()
+		case <-restartTimer:
+			// Restart the lock server empty: every hold, token counter,
+			// fair queue and permit count is gone; the coordinator sets
+			// the semaphores' permits again, as an operator would.
+			down := time.Now().UnixNano()
+			if err := srv.Restart(ctx); err != nil {
+				killAll()
+				return nil, fmt.Errorf("restarting the lock server: %w", err)
+			}
+			for i, n := range names {
+				if kinds[i] != kindSemaphore && kinds[i] != kindPlainSemaphore {
+					continue
+				}
+				// (The coordinator's connection died with the server:
+				// the first tries fail until rueidis reconnects.)
+				var err error
+				for deadline := time.Now().Add(10 * time.Second); ; {
+					sctx, cancel := context.WithTimeout(ctx, time.Second)
+					err = rc.Do(sctx, rc.B().Set().Key(n).Value(strconv.Itoa(cfg.Semaphore)).Build()).Error()
+					cancel()
+					if err == nil || time.Now().After(deadline) {
+						break
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				if err != nil {
+					killAll()
+					return nil, fmt.Errorf("setting the permits of %s after a restart: %w", n, err)
+				}
+			}
+			up := time.Now().UnixNano()
+			rep.restarts = append(rep.restarts, restart{down, up})
+			// Redisson's errors after it are excused as after a CLIENT
+			// KILL of the command connections.
+			rep.connKills = append(rep.connKills, connKill{down, true})
+			lastConnKill = time.Now()
+			rep.LockRestarts++
+			restartTimer = jitterAfter(rng, cfg.RestartLockEvery)
 		case <-clientKillTimer:
 			// Close every pub/sub connection, or every command
 			// connection but the coordinator's, of every worker: the

@@ -11,17 +11,20 @@ import (
 	"github.com/goredisson/locks/interop_test/driver"
 )
 
-// TestSoakSlice is the make test slice of make soak: two Go worker
+// TestSoakSlice is the make test slice of make soak: three Go worker
 // processes and two JVMs (Redisson 4.7.0 and 3.52.0), four goroutines or
-// threads each, on twelve names of every kind both languages have (plain,
+// threads each, on sixteen names of every kind both languages have (plain,
 // read-write, fair, fenced, permit-expirable semaphore, taking turns) for
 // 60s, every acquisition style of both languages (Lock, LockLease,
 // TryLock with a wait and a lease or the watchdog, one-attempt TryLock;
 // Java lock, lock(lease), tryLock(wait, lease), tryLock(wait), tryLock(),
 // lockAsync, lockAsync(lease); their token forms on fenced names, the
 // acquire forms on semaphores), while workers of both languages are
-// SIGKILLed in turn (and replaced) and every pub/sub or command connection
-// on the lock server is CLIENT KILLed now and then. No two sections on an
+// SIGKILLed in turn (and replaced), every pub/sub or command connection
+// on the lock server is CLIENT KILLed now and then, all worker traffic to
+// it stalls for up to a second now and then (the harness' TCP proxy) and
+// it restarts empty once or twice (every hold, token counter, queue and
+// permit count lost: the overlaps that explains are counted apart). No two sections on an
 // exclusive name overlap unless a killed holder's lease ran out, readers
 // never overlap a writer, no more holders than permits, fenced tokens
 // strictly increase in grant order, fair waiters are served in order; at
@@ -32,10 +35,12 @@ func TestSoakSlice(t *testing.T) {
 		require.NoError(t, driver.CheckBuilt(v), "the interop driver jars (make deps builds them)")
 	}
 	rep := runContention(t, func(cfg *Config) {
-		cfg.Procs, cfg.Java, cfg.JavaVersions, cfg.Goroutines, cfg.Names = 2, 2, versions, 4, 12
+		cfg.Procs, cfg.Java, cfg.JavaVersions, cfg.Goroutines, cfg.Names = 3, 2, versions, 4, 16
 		cfg.Kinds, cfg.FairWait = mixedKinds, time.Second
-		cfg.MaxHold, cfg.Duration = 2*time.Millisecond, 60*time.Second
+		cfg.MaxHold, cfg.Duration = time.Millisecond, 60*time.Second
 		cfg.KillEvery, cfg.ClientKills = 7*time.Second, 15*time.Second
+		cfg.RestartLockEvery, cfg.StallEvery = 30*time.Second, 10*time.Second
+		cfg.Redis = "" // the run's own server, which it restarts
 	})
 	assert.Zero(t, rep.Violations, "mutual exclusion violated")
 	assert.True(t, rep.OK(), "the run failed")
@@ -56,6 +61,8 @@ func TestSoakSlice(t *testing.T) {
 	// counted apart; it never makes a violation.
 	assert.LessOrEqual(t, rep.LostOverlaps, rep.LeaseExpiryOverlaps)
 	t.Logf("overlaps with a live holder that knew its hold had ended: %d", rep.LostOverlaps)
+	assert.GreaterOrEqual(t, rep.LockRestarts, 1, "the lock server never restarted")
+	assert.GreaterOrEqual(t, rep.Stalls, 1, "the proxy never stalled")
 	assert.GreaterOrEqual(t, rep.ClientKills["pubsub"], 1)
 	assert.GreaterOrEqual(t, rep.ClientKills["normal"], 1)
 	for _, lang := range []string{"go", "java-4.7.0", "java-3.52.0"} {

@@ -171,6 +171,48 @@ type Verdict struct {
 	// names.
 	connKills   []connKill
 	fairTryWait time.Duration
+	// restarts are the lock server's restarts (set by Run): every hold,
+	// token and permit count was lost with its data. RestartOverlaps
+	// counts the overlaps they explain (a hold taken before a restart, the
+	// next after it); RestartErrors the errors within restartWindow of
+	// one, by "<language> <record kind>" (Go too: the server was down).
+	restarts        []restart
+	RestartOverlaps int
+	RestartErrors   map[string]int
+}
+
+type restart struct{ down, up int64 } // wall clock: before the kill, once it answered again
+
+// restartWindow: errors this long after a restart are the outage's.
+const restartWindow = 10 * time.Second
+
+// restartError reports (and counts) whether record r came while the lock
+// server was down or within restartWindow after it was up again.
+func (v *Verdict) restartError(p procResult, r record) bool {
+	if r.T == 0 || strings.HasPrefix(r.Err, "INCR") {
+		return false
+	}
+	for _, x := range v.restarts {
+		if r.T >= x.down && r.T <= x.up+restartWindow.Nanoseconds() {
+			if v.RestartErrors == nil {
+				v.RestartErrors = make(map[string]int)
+			}
+			v.RestartErrors[p.lang()+" "+r.K]++
+			return true
+		}
+	}
+	return false
+}
+
+// restartBetween reports whether the lock server restarted after a hold
+// was taken (before from) and before another one entered at to.
+func (v *Verdict) restartBetween(from, to int64) bool {
+	for _, x := range v.restarts {
+		if from <= x.up && to >= x.down {
+			return true
+		}
+	}
+	return false
 }
 
 type connKill struct {
@@ -386,7 +428,7 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 					v.RedissonUnheld++
 					continue
 				}
-				if v.javaConnError(p, r) {
+				if v.restartError(p, r) || v.javaConnError(p, r) {
 					continue
 				}
 				v.UnlockErrors++
@@ -400,7 +442,7 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 					v.problem("%s goroutine %d: Redisson still holds name %d after its unlock failed and 40 more tries", p.proc, r.G, r.N)
 				}
 			case "X":
-				if v.javaConnError(p, r) {
+				if v.restartError(p, r) || v.javaConnError(p, r) {
 					continue
 				}
 				v.AcquireErrors++
@@ -537,6 +579,9 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 						v.PermitsExpired++ // its lease ran out: its permit came back
 						e.Lease = 0        // counted once
 						continue
+					case v.restartBetween(e.TB, l.TB):
+						v.RestartOverlaps++ // the restart lost its permit; the count was set anew
+						continue
 					}
 					kept = append(kept, e)
 				}
@@ -587,6 +632,12 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 					// lease's TTL had run out).
 					v.LeaseExpiryOverlaps++
 					v.LostOverlaps++
+				case v.restartBetween(e.TB, l.TB):
+					// The lock server restarted empty after e's hold was
+					// taken and before l entered: the restart lost e's
+					// hold (Go: its watchdog reports it lost).
+					v.RestartOverlaps++
+					continue
 				case e.unheld || l.unheld:
 					// One of the two was a Redisson section whose unlock
 					// found the lock not held, after a CLIENT KILL: an
@@ -730,8 +781,9 @@ func checkFIFO(sections []*section, fair []bool, fairWait time.Duration, faults 
 // other's grant although it was granted first: allowed only when it
 // entered after its lease could have run out (Lost: the paused holder
 // that fencing is for), or when one of the two was a Redisson section
-// that did not hold the lock (RedissonUnheld). A fenced section without a
-// token is a worker error.
+// that did not hold the lock (RedissonUnheld). After a restart of the
+// lock server (which loses the counter) the tokens start again and must
+// rise from there. A fenced section without a token is a worker error.
 func checkTokens(sections []*section, fenced []bool, v *Verdict) {
 	byName := make([][]*section, len(fenced))
 	for _, s := range sections {
@@ -752,6 +804,12 @@ func checkTokens(sections []*section, fenced []bool, v *Verdict) {
 				v.TokensChecked++
 				if s.Tok <= prev.Tok {
 					switch {
+					case v.restartBetween(prev.TB, s.TB):
+						// A restart lost the token counter with the rest:
+						// the tokens start again, and rise from there.
+						v.TokenExplained++
+						prev = s
+						continue
 					case s.Lost || s.unheld || prev.unheld:
 						v.TokenExplained++
 					default:

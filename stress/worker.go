@@ -142,7 +142,12 @@ func workerMain(specJSON string) int {
 		}
 	}
 
+	// The lock server may be restarting (--restart-lock-every): retry.
 	rc, err := dial(cfg.Addr)
+	for deadline := time.Now().Add(time.Minute); err != nil && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		rc, err = dial(cfg.Addr)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stress worker:", err)
 		return 1
@@ -408,7 +413,7 @@ func workerMain(specJSON string) int {
 						if stop.Err() != nil {
 							return
 						}
-						emit(record{K: "X", G: g, N: n, Err: "acquire: " + err.Error()})
+						emit(record{K: "X", G: g, N: n, T: time.Now().UnixNano(), Err: "acquire: " + err.Error()})
 						continue
 					}
 				}
@@ -431,7 +436,7 @@ func workerMain(specJSON string) int {
 						if errors.Is(err, rlock.ErrNotHeld) {
 							msg = "not held: " + msg
 						}
-						emit(record{K: "U", G: g, N: n, Err: msg})
+						emit(record{K: "U", G: g, N: n, T: time.Now().UnixNano(), Err: msg})
 					} else if plainSem {
 						emit(record{K: "R", G: g, N: n}) // released (see giveBack)
 					}

@@ -120,15 +120,26 @@ public final class SoakWorker {
         Config sc = new Config();
         sc.setCodec(StringCodec.INSTANCE);
         sc.useSingleServer().setAddress(url(seqAddr));
-        RedissonClient locks, seq;
+        RedissonClient seq, created = null;
         try {
-            locks = Redisson.create(lc);
+            // The lock server may be restarting: try for up to a minute.
+            for (int i = 0; created == null; i++) {
+                try {
+                    created = Redisson.create(lc);
+                } catch (Throwable t) {
+                    if (i >= 240) {
+                        throw t;
+                    }
+                    Thread.sleep(250);
+                }
+            }
             seq = Redisson.create(sc);
         } catch (Throwable t) {
             System.err.println("soak worker: cannot start Redisson: " + t);
             System.exit(1);
             return;
         }
+        RedissonClient locks = created;
 
         Thread[] ts = new Thread[threads];
         for (int g = 0; g < threads; g++) {
