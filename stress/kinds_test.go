@@ -88,7 +88,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // taken before it with one that entered after it went down, and the
 // errors while it was down and shortly after; nothing else.
 func TestCheckRestarts(t *testing.T) {
-	before := func() *section { return &section{proc: proc{0, 0}, S1: 1, S2: 4, TB: 100 * ms, TE: 900 * ms, Lease: 30000} }
+	before := func() *section {
+		return &section{proc: proc{0, 0}, S1: 1, S2: 4, TB: 100 * ms, TE: 900 * ms, Lease: 30000}
+	}
 	after := &section{proc: proc{1, 0}, S1: 2, S2: 3, TB: 600 * ms, TE: 610 * ms, Lease: 30000}
 	v := Verdict{restarts: []restart{{down: 500 * ms, up: 550 * ms}}}
 	check([]*section{before(), after}, []int64{4}, 0, 4, []int{0}, &v)
