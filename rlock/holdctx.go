@@ -22,7 +22,8 @@ import (
 //
 // Pass it to the work done under the lock, so that the work stops when the
 // lock stops protecting it. It fails with ErrNotHeld when the owner does not
-// hold the lock. It costs one round trip (HEXISTS, to confirm the hold
+// hold the lock; when the hold ends during the call, the error wraps the
+// cause too (errors.Is(err, ErrLeaseExpired), say). It costs one round trip (HEXISTS, to confirm the hold
 // against Redis); resources are freed when the context ends. Other than
 // an Unlock's, the cancellations run on a goroutine of the Client's, never
 // the caller's nor the renewal's.
@@ -50,7 +51,9 @@ func (l *base) HoldContext(ctx context.Context) (context.Context, error) {
 	})
 	if err != nil {
 		if hctx.Err() != nil && ctx.Err() == nil {
-			err = context.Cause(hctx)
+			// The hold ended during the check: not held, and why.
+			cause := context.Cause(hctx)
+			return nil, fmt.Errorf("%w: %q: %w", ErrNotHeld, l.name, cause)
 		}
 		cancel(err)
 		return nil, fmt.Errorf("rlock: %q: %w", l.name, err)
