@@ -327,6 +327,53 @@ func (c *RedisCluster) checkHealthy(ctx context.Context) error {
 	return nil
 }
 
+// FailoverSlot fails the master serving slot over to one of its replicas
+// with CLUSTER FAILOVER (a manual failover: the master stops taking
+// writes until the replica has caught up, so none is lost), waits for
+// WaitHealthy, and returns the new master.
+func (c *RedisCluster) FailoverSlot(ctx context.Context, slot uint16) (*Server, error) {
+	m, err := c.MasterForSlot(ctx, slot)
+	if err != nil {
+		return nil, err
+	}
+	mine, _, err := clusterNodes(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	var r *Server
+	var seen []string
+	for _, n := range c.running() {
+		me, _, err := clusterNodes(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		seen = append(seen, fmt.Sprintf("%s %s %s of %s", n, me.id, me.rawFlags, me.masterID))
+		if r == nil && me.flags["slave"] && me.masterID == mine.id {
+			r = n
+		}
+	}
+	if r == nil {
+		return nil, fmt.Errorf("redistest: cluster: master %s (%s) of slot %d has no running replica: %s", m, mine.id, slot, strings.Join(seen, "; "))
+	}
+	if _, err := r.Do(ctx, "CLUSTER", "FAILOVER"); err != nil {
+		return nil, fmt.Errorf("redistest: %s: CLUSTER FAILOVER: %w", r, err)
+	}
+	err = poll(ctx, "the replica did not take over", func() error {
+		me, _, err := clusterNodes(ctx, r)
+		if err != nil {
+			return err
+		}
+		if !me.flags["master"] || !me.owns(int(slot)) {
+			return fmt.Errorf("%s is %s", r, me.rawFlags)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r, c.WaitHealthy(ctx)
+}
+
 // MoveSlot migrates slot and its keys from its current master to the
 // master to (CLUSTER SETSLOT IMPORTING/MIGRATING, MIGRATE in batches,
 // SETSLOT NODE on all running masters), then waits for WaitHealthy.

@@ -238,6 +238,46 @@ func TestCluster(t *testing.T) {
 		require.Equal(t, key, got)
 	})
 
+	t.Run("NodeIDs", func(t *testing.T) {
+		// Every node's own id (its myself line) is the id the others
+		// know it by: DoString drops RESP3's verbatim "txt:" prefix,
+		// which would otherwise stick to the first line's id.
+		ids := map[string]bool{}
+		for _, n := range c.Nodes() {
+			me, _, err := clusterNodes(ctx, n)
+			require.NoError(t, err)
+			ids[me.id] = true
+		}
+		for _, n := range c.Nodes() {
+			_, all, err := clusterNodes(ctx, n)
+			require.NoError(t, err)
+			for _, l := range all {
+				require.True(t, ids[l.id], "%s lists node %q, which no node calls itself", n, l.id)
+			}
+		}
+	})
+
+	t.Run("FailoverSlot", func(t *testing.T) {
+		key := "key-2"
+		m, err := c.MasterForKey(ctx, key)
+		require.NoError(t, err)
+		start := time.Now()
+		promoted, err := c.FailoverSlot(ctx, Slot(key))
+		require.NoError(t, err)
+		t.Logf("manual failover done in %v", time.Since(start))
+		require.NotEqual(t, m, promoted)
+		now, err := c.MasterForKey(ctx, key)
+		require.NoError(t, err)
+		require.Equal(t, promoted, now)
+		rs, err := c.Replicas(ctx)
+		require.NoError(t, err)
+		require.Contains(t, rs, m, "the old master must now replicate the new one")
+		require.Eventually(t, func() bool {
+			got, err := cl.Do(ctx, cl.B().Get().Key(key).Build()).ToString()
+			return err == nil && got == key
+		}, 10*time.Second, 50*time.Millisecond, "no write is lost, and the client follows the new master")
+	})
+
 	t.Run("Failover", func(t *testing.T) {
 		key := "key-1"
 		m, err := c.MasterForKey(ctx, key)

@@ -562,7 +562,17 @@ func (s *Server) DoString(ctx context.Context, args ...string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return msg.ToString()
+	text, err := msg.ToString()
+	if err != nil {
+		return "", err
+	}
+	// RESP3 sends INFO, CLUSTER NODES, ... as verbatim strings, which
+	// rueidis keeps with their format prefix ("txt:"): without this the
+	// first line of CLUSTER NODES has a node id that matches no other.
+	if strings.Contains(msg.String(), `"verbatim string"`) && len(text) >= 4 && text[3] == ':' {
+		text = text[4:]
+	}
+	return text, nil
 }
 
 func (s *Server) doClient() (rueidis.Client, error) {
