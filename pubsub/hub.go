@@ -23,7 +23,10 @@
 // new ones. When a connection breaks, or the server drops a subscription (a
 // sharded channel whose slot moved), its channels subscribe again on
 // another connection and wake every waiter, since messages may have been
-// lost in between. Callers must still bound every wait (by the lock's
+// lost in between. A SUBSCRIBE the server refuses for the topology's sake
+// (MOVED or ASK: the slot moved or its node became a replica; TRYAGAIN,
+// CLUSTERDOWN, LOADING) is sent again on a new connection, after a short
+// back-off; any other refusal (an ACL rule) fails Subscribe. Callers must still bound every wait (by the lock's
 // TTL): a wake-up is a hint, never a guarantee.
 package pubsub
 
@@ -517,8 +520,7 @@ func (e *entry) run(ctx context.Context) {
 		e.mu.Lock()
 		confirmed := e.confirmed
 		e.mu.Unlock()
-		_, refused := rueidis.IsRedisErr(err)
-		h.detach(c, ctx.Err() == nil && !(refused && !confirmed))
+		h.detach(c, ctx.Err() == nil && !(refusedForGood(err) && !confirmed))
 		if h.gone.Err() != nil {
 			return rueidis.ErrClosing
 		}
@@ -546,7 +548,7 @@ func (e *entry) run(ctx context.Context) {
 			e.mu.Unlock()
 			return
 		}
-		if _, isRedis := rueidis.IsRedisErr(err); isRedis && !confirmed {
+		if refusedForGood(err) && !confirmed {
 			// The server refused the subscription itself (unknown command,
 			// ACL): report it to the subscribers rather than retry forever.
 			h.mu.Lock()
@@ -572,6 +574,27 @@ func (e *entry) run(ctx context.Context) {
 			backoff *= 2
 		}
 	}
+}
+
+// refusedForGood reports whether err is the server's refusal of a
+// SUBSCRIBE that asking again will not change (an unknown command, an ACL
+// rule). A cluster redirect (MOVED, ASK: the slot moved, or its node is a
+// replica now), TRYAGAIN, CLUSTERDOWN and LOADING are the topology's
+// state: the connection goes (it is bound to the slot's old node) and the
+// channel subscribes again, on a connection rueidis picks from its
+// refreshed slot map.
+func refusedForGood(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return false
+	}
+	if _, moved := re.IsMoved(); moved {
+		return false
+	}
+	if _, ask := re.IsAsk(); ask {
+		return false
+	}
+	return !re.IsTryAgain() && !re.IsClusterDown() && !re.IsLoading()
 }
 
 // conn is a dedicated connection shared by up to ChannelsPerConn channels.

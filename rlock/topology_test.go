@@ -244,6 +244,50 @@ func TestCluster(t *testing.T) {
 		assert.False(t, locked)
 	})
 
+	// A waiter's subscription keeps its connection to the node that served
+	// the slot (a replica after a manual failover, until the server drops
+	// it): a later channel of the slot must not subscribe on that
+	// connection and fail with MOVED, it must follow the slot (found by
+	// the soak's cluster leg: acquisitions failed with "subscribing to
+	// ...: MOVED").
+	t.Run("subscribing after a manual failover and a migration of the slot", func(t *testing.T) {
+		hc := topoClient(t, clusterRC(t, cl))
+		wc := topoClient(t, clusterRC(t, cl))
+		holder := rlock.WithOwner(ctx, 1)
+		const a = "{resub}a"
+		require.NoError(t, hc.Lock(a).Lock(holder))
+		wctx, cancel := context.WithTimeout(rlock.WithOwner(ctx, 2), 60*time.Second)
+		defer cancel()
+		gotA := make(chan error, 1)
+		go func() { gotA <- wc.Lock(a).Lock(wctx) }()
+		require.Eventually(t, func() bool { return wc.Stats().Waiters == 1 }, 10*time.Second, time.Millisecond)
+		for i, fault := range []struct {
+			name string
+			do   func() error
+		}{
+			{"CLUSTER FAILOVER", func() error { _, err := cl.FailoverSlot(ctx, names.Slot(a)); return err }},
+			{"slot migration", func() error { return cl.MoveSlot(ctx, names.Slot(a), otherMaster(t, cl, a)) }},
+		} {
+			require.NoError(t, fault.do(), fault.name)
+			// A waiter of another name in the slot subscribes, and the
+			// unlock's message wakes it (the holder's lease, 30 s, is
+			// past its 10 s).
+			b := "{resub}b" + strconv.Itoa(i)
+			require.NoError(t, hc.Lock(b).Lock(holder))
+			bctx, cancel := context.WithTimeout(rlock.WithOwner(ctx, int64(3+i)), 10*time.Second)
+			defer cancel()
+			gotB := make(chan error, 1)
+			go func() { gotB <- wc.Lock(b).Lock(bctx) }()
+			require.Eventually(t, func() bool { return wc.Stats().Waiters == 2 || len(gotB) > 0 }, 10*time.Second, time.Millisecond)
+			require.NoError(t, hc.Lock(b).Unlock(holder))
+			require.NoError(t, <-gotB, "a waiter of the slot after a %s", fault.name)
+			require.NoError(t, wc.Lock(b).Unlock(bctx))
+		}
+		require.NoError(t, hc.Lock(a).Unlock(holder))
+		require.NoError(t, <-gotA)
+		require.NoError(t, wc.Lock(a).Unlock(rlock.WithOwner(ctx, 2)))
+	})
+
 	t.Run("failover of the lock's master", func(t *testing.T) {
 		rc := clusterRC(t, cl)
 		c := topoClient(t, rc, rlock.WithWatchdogTimeout(2*time.Second))
