@@ -110,3 +110,59 @@ func TestCheckRestarts(t *testing.T) {
 	assert.False(t, v.restartError(p, record{K: "X", T: 520 * ms, Err: "INCR: x"}), "the sequencer never restarts")
 	assert.Equal(t, map[string]int{"go X": 1, "go U": 1}, v.RestartErrors)
 }
+
+// A Sentinel failover explains the same overlaps and errors as a restart,
+// counted apart.
+func TestCheckFailovers(t *testing.T) {
+	before := &section{proc: proc{0, 0}, S1: 1, S2: 4, TB: 100 * ms, TE: 900 * ms, Lease: 30000}
+	after := &section{proc: proc{1, 0}, S1: 2, S2: 3, TB: 600 * ms, TE: 610 * ms, Lease: 30000}
+	v := Verdict{restarts: []restart{{down: 500 * ms, up: 550 * ms, failover: true}}}
+	check([]*section{before, after}, []int64{4}, 0, 4, []int{0}, &v)
+	assert.Zero(t, v.Violations)
+	assert.Equal(t, 1, v.FailoverOverlaps)
+	assert.Zero(t, v.RestartOverlaps)
+	assert.True(t, v.restartError(procResult{proc: proc{1, 0}, Lang: "java-4.7.0"}, record{K: "X", T: 520 * ms, Err: "acquire: x"}))
+	assert.Equal(t, map[string]int{"java-4.7.0 X": 1}, v.FailoverErrors)
+	assert.Nil(t, v.RestartErrors)
+}
+
+// On a semaphore, a failover explains a holder only when one too many are
+// inside: holders within the permits across a failover are no overlap.
+func TestCheckFailoverSemaphore(t *testing.T) {
+	sec := func(g int, s1, s2 int64, tb int64) *section {
+		return &section{proc: proc{0, g}, S1: s1, S2: s2, TB: tb * ms, TE: tb*ms + 300*ms, Lease: 30000}
+	}
+	failover := []restart{{down: 500 * ms, up: 550 * ms, failover: true}}
+	v := Verdict{restarts: failover}
+	check([]*section{sec(0, 1, 4, 100), sec(1, 2, 3, 600)}, []int64{4}, 0, 4, []int{2}, &v)
+	assert.Zero(t, v.Violations)
+	assert.Zero(t, v.FailoverOverlaps, "two holders of two permits")
+	assert.Empty(t, v.Problems)
+
+	v = Verdict{restarts: failover}
+	check([]*section{sec(0, 1, 6, 100), sec(1, 2, 5, 200), sec(2, 3, 4, 600)}, []int64{6}, 0, 4, []int{2}, &v)
+	assert.Zero(t, v.Violations)
+	assert.Equal(t, 1, v.FailoverOverlaps, "a third holder of two permits: the failover lost one")
+	assert.Len(t, v.Problems, 1)
+
+	v = Verdict{}
+	check([]*section{sec(0, 1, 6, 100), sec(1, 2, 5, 200), sec(2, 3, 4, 600)}, []int64{6}, 0, 4, []int{2}, &v)
+	assert.Equal(t, 1, v.Violations, "no failover: a third holder of two permits")
+}
+
+// Redisson's errors after a failover or a slot migration are its own
+// re-subscription (Java-only runs show them too): excused for a window,
+// a 60 s tryLock when its wait overlapped it; Go's never.
+func TestCheckJavaTopologyErrors(t *testing.T) {
+	v := Verdict{topoChanges: []restart{{down: 100 * ms, up: 200 * ms}}}
+	java := procResult{proc: proc{1, 0}, Lang: "java-4.7.0"}
+	sub := "acquire (plain lock): org.redisson.client.RedisTimeoutException: Subscription response timeout after 3000ms."
+	assert.True(t, v.javaTopologyError(java, record{K: "X", T: 5000 * ms, Err: sub}))
+	assert.False(t, v.javaTopologyError(java, record{K: "X", T: 50 * ms, Err: sub}), "before the change")
+	assert.False(t, v.javaTopologyError(java, record{K: "X", T: 201*ms + javaTopologyWindow.Nanoseconds(), Err: sub}), "past the window")
+	assert.True(t, v.javaTopologyError(java, record{K: "X", T: 200*ms + javaTopologyWindow.Nanoseconds() + javaWait.Nanoseconds(), Err: "tryLock(60s) timed out"}), "its wait overlapped the window")
+	assert.False(t, v.javaTopologyError(procResult{proc: proc{0, 0}}, record{K: "X", T: 5000 * ms, Err: "acquire: x"}), "a Go error")
+	assert.False(t, v.javaTopologyError(java, record{K: "U", T: 5000 * ms, Err: "java.lang.IllegalMonitorStateException: attempt to unlock lock, not locked by current thread"}), "an unlock of a lock not held")
+	assert.Equal(t, map[string]int{"X RedisTimeoutException": 1, "X tryLock returned false": 1}, v.JavaTopologyErrors)
+	assert.Equal(t, 4800*time.Millisecond, v.JavaTopologyLag)
+}

@@ -139,6 +139,21 @@ type Config struct {
 	// traffic to the lock server, through the harness' TCP proxy, each
 	// for StallMax/4 to StallMax (default 1s); 0: none.
 	StallEvery, StallMax time.Duration
+	// Sentinel runs the lock server as a Sentinel group (a master, two
+	// replicas, three Sentinels) that every worker reaches through the
+	// Sentinels (Redisson's useSentinelServers, rueidis' Sentinel client);
+	// FailoverEvery is the mean time between forced failovers (SENTINEL
+	// FAILOVER), 0: none. Needs Redis empty.
+	Sentinel      bool
+	FailoverEvery time.Duration
+	// Cluster runs the lock server as a Redis Cluster (3 masters with a
+	// replica each) instead; FailoverEvery is then the mean time between
+	// manual failovers (CLUSTER FAILOVER) of the master of one of the
+	// first len(Kinds) names (one of each kind, taking turns), and
+	// MigrateEvery the mean time between migrations of such a name's slot
+	// to another master; 0: none.
+	Cluster      bool
+	MigrateEvery time.Duration
 	// Kinds are the kinds of the names, taking turns: name i is of kind
 	// Kinds[i % len(Kinds)], among kindPlain, kindRW, kindFair,
 	// kindFenced and kindSemaphore (permit-expirable, with the Lease):
@@ -226,6 +241,18 @@ func (c *Config) defaults() error {
 	if c.RestartLockEvery > 0 && c.Redis != "" {
 		return errors.New("--restart-lock-every restarts the run's own server: not with --redis")
 	}
+	if c.FailoverEvery < 0 || c.FailoverEvery > 0 && !c.Sentinel && !c.Cluster {
+		return errors.New("--failover-every must not be negative, and needs --sentinel or --cluster")
+	}
+	if c.MigrateEvery < 0 || c.MigrateEvery > 0 && !c.Cluster {
+		return errors.New("--migrate-every must not be negative, and needs --cluster")
+	}
+	if c.Sentinel && c.Cluster {
+		return errors.New("--sentinel or --cluster, not both")
+	}
+	if (c.Sentinel || c.Cluster) && (c.Redis != "" || c.RestartLockEvery > 0 || c.StallEvery > 0 || c.RedLock > 0) {
+		return errors.New("--sentinel and --cluster start the run's own servers: not with --redis, --restart-lock-every, --stall-every (the servers hand out their own addresses) or --redlock")
+	}
 	if c.StallEvery > 0 && c.StallMax == 0 {
 		c.StallMax = time.Second
 	}
@@ -295,9 +322,18 @@ type Report struct {
 	MasterRestarts int
 	// LockRestarts counts the lock server's restarts (--restart-lock-every);
 	// Stalls the proxy's stalls, StallTotal and StallLongest their time.
-	LockRestarts             int
-	Stalls                   int
-	StallTotal, StallLongest time.Duration
+	LockRestarts int
+	// Failovers counts the forced failovers (--failover-every),
+	// FailoverLongest the longest from SENTINEL (CLUSTER) FAILOVER to a
+	// healthy group; UnplannedFailovers the +switch-master events outside
+	// them (recorded as failovers too). Migrations counts the slot
+	// migrations (--migrate-every), MigrationLongest the longest.
+	Failovers, UnplannedFailovers int
+	FailoverLongest               time.Duration
+	Migrations                    int
+	MigrationLongest              time.Duration
+	Stalls                        int
+	StallTotal, StallLongest      time.Duration
 	// KillsByLang counts the SIGKILLs by the killed worker's language;
 	// ClientKills the CLIENT KILLs on the lock server by connection type
 	// and the connections they closed.
@@ -334,6 +370,10 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&c.Styles, "styles", false, "Go workers use every acquisition style (on with --java)")
 	kindsFlag := fs.String("kinds", "", "the kinds of the names, taking turns, among "+strings.Join(mixedKinds, ",")+" (semaphore: permit-expirable, --semaphore permits each, default 3); default: plain, or the kind of --rw, --fair, --semaphore, --redlock")
 	fs.DurationVar(&c.RestartLockEvery, "restart-lock-every", 0, "mean time between restarts of the lock server, empty (0: none)")
+	fs.BoolVar(&c.Sentinel, "sentinel", false, "run the lock server as a Sentinel group (master, 2 replicas, 3 Sentinels), reached through the Sentinels")
+	fs.BoolVar(&c.Cluster, "cluster", false, "run the lock server as a Redis Cluster (3 masters, a replica each)")
+	fs.DurationVar(&c.FailoverEvery, "failover-every", 0, "with --sentinel or --cluster: mean time between forced failovers (SENTINEL FAILOVER; CLUSTER FAILOVER of a name's master; 0: none)")
+	fs.DurationVar(&c.MigrateEvery, "migrate-every", 0, "with --cluster: mean time between migrations of a name's slot to another master (0: none)")
 	fs.DurationVar(&c.StallEvery, "stall-every", 0, "mean time between stalls of the workers' traffic to the lock server through a TCP proxy (0: none)")
 	fs.DurationVar(&c.StallMax, "stall-max", time.Second, "with --stall-every: the longest stall (each lasts a quarter of this to all of it)")
 	fs.DurationVar(&c.ClientKills, "client-kills", 0, "mean time between CLIENT KILLs of every pub/sub or command connection on the lock server (0: none)")
@@ -438,6 +478,21 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "lock server restarts (empty): %d; overlaps explained by a restart: %d; errors within %v of one (the server was down; not counted): %s\n",
 			r.LockRestarts, r.RestartOverlaps, restartWindow, sortedCounts(r.RestartErrors))
 	}
+	if c.Cluster {
+		fmt.Fprintf(w, "cluster: manual failovers %d (longest %v to a healthy cluster), slot migrations %d (longest %v); overlaps explained by a failover: %d; errors within %v of a failover (not counted): %s\n",
+			r.Failovers, r.FailoverLongest.Round(time.Millisecond), r.Migrations, r.MigrationLongest.Round(time.Millisecond), r.FailoverOverlaps, restartWindow, sortedCounts(r.FailoverErrors))
+	}
+	if c.Sentinel {
+		fmt.Fprintf(w, "Sentinel failovers: %d forced (longest %v to a healthy group), %d unplanned; overlaps explained by a failover (a write the new master never had): %d; errors within %v of one (not counted): %s\n",
+			r.Failovers, r.FailoverLongest.Round(time.Millisecond), r.UnplannedFailovers, r.FailoverOverlaps, restartWindow, sortedCounts(r.FailoverErrors))
+	}
+	if len(r.JavaTopologyErrors) > 0 {
+		fmt.Fprintf(w, "Redisson errors within %v after a failover or slot migration (Redisson's re-subscription; Java-only runs show the same; not counted as errors; X acquire, U unlock): %s; latest %v after the change\n",
+			javaTopologyWindow, sortedCounts(r.JavaTopologyErrors), r.JavaTopologyLag.Round(time.Millisecond))
+	}
+	for _, e := range r.FaultErrorSamples {
+		fmt.Fprintf(w, "  first excused error of its kind: %s\n", e)
+	}
 	if r.Stalls > 0 {
 		fmt.Fprintf(w, "proxy stalls of all worker traffic to the lock server: %d, %v in all, longest %v\n", r.Stalls, r.StallTotal.Round(time.Millisecond), r.StallLongest.Round(time.Millisecond))
 	}
@@ -474,7 +529,7 @@ func (r *Report) Print(w io.Writer) {
 			r.MostInside, c.Semaphore, r.Shared, r.PermitsExpired, r.PermitsReturned, r.PermitsAmbiguous, r.PermitsAtEnd, r.PermitsTotal)
 	}
 	if len(r.FairWaitsOut) > 0 {
-		fmt.Fprintf(w, "TryLocks on fair names whose wait (%v) ran out within five waits after a kill (a dead waiter's place in the line lasts its wait): %s\n", fairTryWait(c), sortedCounts(r.FairWaitsOut))
+		fmt.Fprintf(w, "TryLocks on fair names whose wait (%v) ran out within five waits after a kill, or after a failover or migration (a dead or failed waiter's place in the line lasts its wait): %s\n", fairTryWait(c), sortedCounts(r.FairWaitsOut))
 	}
 	if len(r.JavaConnErrors) > 0 {
 		fmt.Fprintf(w, "Redisson errors within %v of a CLIENT KILL (Redisson's behaviour, not counted as errors; X acquire, U unlock): %s\n",
@@ -523,7 +578,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Config: cfg}
 	addr := cfg.Redis
 	var srv *redistest.Server
-	if addr == "" {
+	var group *redistest.SentinelGroup
+	var cluster *redistest.RedisCluster
+	if cfg.Cluster {
+		var err error
+		if cluster, err = redistest.StartCluster(ctx, redistest.DefaultClusterConfig()); err != nil {
+			return nil, err
+		}
+		defer cluster.Close()
+		addr = clusterPrefix + strings.Join(cluster.Addrs(), ",")
+	} else if cfg.Sentinel {
+		var err error
+		if group, err = redistest.StartSentinel(ctx, redistest.SentinelConfig{MasterName: "stress", Replicas: 2}); err != nil {
+			return nil, err
+		}
+		defer group.Close()
+		addr = sentinelAddr(group)
+	} else if addr == "" {
 		var err error
 		if srv, err = redistest.StartServer(ctx, redistest.Config{Name: "stress"}); err != nil {
 			return nil, err
@@ -592,7 +663,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		rc.Do(dctx, rc.B().Del().Key(keys...).Build())
+		if cfg.Redis != "" {
+			// (Only on a server of the caller's: the run's own go away.
+			// One DEL of keys in many slots would not do on a cluster.)
+			rc.Do(dctx, rc.B().Del().Key(keys...).Build())
+		}
 		seqRC.Do(dctx, seqRC.B().Del().Key(keys...).Build())
 	}()
 
@@ -612,6 +687,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			cancel()
 			if err != nil {
 				return nil, fmt.Errorf("setting the permits of %s: %w", n, err)
+			}
+		}
+		if group != nil {
+			// On both replicas before the first failover.
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			n, err := rc.Do(wctx, rc.B().Wait().Numreplicas(2).Timeout(5000).Build()).AsInt64()
+			cancel()
+			if err != nil || n < 2 {
+				return nil, fmt.Errorf("the permits reached %d of 2 replicas: %v", n, err)
 			}
 		}
 	}
@@ -753,6 +837,54 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			<-stallDone
 		}
 	}()
+	// --failover-every: SENTINEL FAILOVER now and then, on a goroutine
+	// (the group takes seconds to be healthy again).
+	failoverTimer := jitterAfter(rng, cfg.FailoverEvery)
+	type failoverDone struct {
+		down, up int64
+		err      error
+	}
+	failovers := make(chan failoverDone, 1)
+	failingOver := false
+	defer func() {
+		if failingOver {
+			<-failovers
+		}
+	}()
+	// --migrate-every: slot migrations, likewise.
+	migrateTimer := jitterAfter(rng, cfg.MigrateEvery)
+	migrated := make(chan failoverDone, 1)
+	migrating := false
+	defer func() {
+		if migrating {
+			<-migrated
+		}
+	}()
+	// Every +switch-master a Sentinel announces, forced or not: one that
+	// no forced failover explains is recorded as an unplanned failover.
+	var switches struct {
+		sync.Mutex
+		t []int64
+	}
+	if group != nil {
+		sc, err := dial(group.SentinelAddrs()[0])
+		if err != nil {
+			killAll()
+			return nil, err
+		}
+		defer sc.Close()
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		subscribed := make(chan error, 1)
+		go func() {
+			subscribed <- sc.Receive(wctx, sc.B().Subscribe().Channel("+switch-master").Build(), func(rueidis.PubSubMessage) {
+				switches.Lock()
+				switches.t = append(switches.t, time.Now().UnixNano())
+				switches.Unlock()
+			})
+		}()
+		defer func() { cancel(); <-subscribed }()
+	}
 loop:
 	for {
 		select {
@@ -773,6 +905,87 @@ loop:
 				proxy.Resume()
 				stallDone <- d
 			}()
+		case d := <-migrated:
+			migrating = false
+			if d.err != nil {
+				killAll()
+				return nil, fmt.Errorf("migrating a slot: %w", d.err)
+			}
+			rep.topoChanges = append(rep.topoChanges, restart{down: d.down, up: d.up})
+			rep.Migrations++
+			rep.MigrationLongest = max(rep.MigrationLongest, time.Duration(d.up-d.down))
+			migrateTimer = jitterAfter(rng, cfg.MigrateEvery)
+		case <-migrateTimer:
+			if failingOver {
+				migrateTimer = jitterAfter(rng, cfg.MigrateEvery)
+				continue
+			}
+			// Move a hot name's slot (one of each kind, taking turns) to
+			// another master: its keys go over in batches (MIGRATE),
+			// with ASK and TRYAGAIN replies meanwhile, then MOVED.
+			hot := names[rep.Migrations%min(len(names), len(cfg.Kinds))]
+			migrating = true
+			go func() {
+				down := time.Now().UnixNano()
+				fctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				err := func() error {
+					from, err := cluster.MasterForKey(fctx, hot)
+					if err != nil {
+						return err
+					}
+					ms, err := cluster.Masters(fctx)
+					if err != nil {
+						return err
+					}
+					var to []*redistest.Server
+					for _, m := range ms {
+						if m != from {
+							to = append(to, m)
+						}
+					}
+					if len(to) == 0 {
+						return errors.New("no other master")
+					}
+					return cluster.MoveSlot(fctx, redistest.Slot(hot), to[int(down)%len(to)])
+				}()
+				migrated <- failoverDone{down, time.Now().UnixNano(), err}
+			}()
+		case <-failoverTimer:
+			if migrating {
+				failoverTimer = jitterAfter(rng, cfg.FailoverEvery)
+				continue
+			}
+			failingOver = true
+			hot := names[rep.Failovers%min(len(names), len(cfg.Kinds))]
+			go func() {
+				down := time.Now().UnixNano()
+				fctx, cancel := context.WithTimeout(ctx, time.Minute)
+				var err error
+				if cluster != nil {
+					_, err = cluster.FailoverSlot(fctx, redistest.Slot(hot))
+				} else {
+					_, err = group.Failover(fctx)
+				}
+				cancel()
+				failovers <- failoverDone{down, time.Now().UnixNano(), err}
+			}()
+		case f := <-failovers:
+			failingOver = false
+			if f.err != nil {
+				killAll()
+				return nil, fmt.Errorf("forcing a failover: %w", f.err)
+			}
+			// Writes the old master took and no replica had are lost:
+			// explained like a restart's; Redisson's errors as after a
+			// CLIENT KILL of the command connections.
+			rep.restarts = append(rep.restarts, restart{down: f.down, up: f.up, failover: true})
+			rep.topoChanges = append(rep.topoChanges, restart{down: f.down, up: f.up, failover: true})
+			rep.connKills = append(rep.connKills, connKill{f.down, true})
+			lastConnKill = time.Now()
+			rep.Failovers++
+			rep.FailoverLongest = max(rep.FailoverLongest, time.Duration(f.up-f.down))
+			failoverTimer = jitterAfter(rng, cfg.FailoverEvery)
 		case <-restartTimer:
 			// Restart the lock server empty: every hold, token counter,
 			// fair queue and permit count is gone; the coordinator sets
@@ -804,7 +1017,7 @@ loop:
 				}
 			}
 			up := time.Now().UnixNano()
-			rep.restarts = append(rep.restarts, restart{down, up})
+			rep.restarts = append(rep.restarts, restart{down: down, up: up})
 			// Redisson's errors after it are excused as after a CLIENT
 			// KILL of the command connections.
 			rep.connKills = append(rep.connKills, connKill{down, true})
@@ -812,6 +1025,12 @@ loop:
 			rep.LockRestarts++
 			restartTimer = jitterAfter(rng, cfg.RestartLockEvery)
 		case <-clientKillTimer:
+			if failingOver {
+				// The coordinator's connection follows the master: not
+				// while the group fails over.
+				clientKillTimer = jitterAfter(rng, cfg.ClientKills)
+				continue
+			}
 			// Close every pub/sub connection, or every command
 			// connection but the coordinator's, of every worker: the
 			// lock clients must reconnect, resubscribe and resolve the
@@ -822,11 +1041,26 @@ loop:
 			}
 			clientKills++
 			kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			n, err := rc.Do(kctx, rc.B().ClientKill().TypePubsub().SkipmeYes().Build()).AsInt64()
-			rep.connKills = append(rep.connKills, connKill{time.Now().UnixNano(), typ == "normal"})
-			lastConnKill = time.Now()
-			if typ == "normal" {
-				n, err = rc.Do(kctx, rc.B().ClientKill().TypeNormal().SkipmeYes().Build()).AsInt64()
+			var n int64
+			var err error
+			if cluster != nil {
+				// On every node (a cluster client's connection to one
+				// node would only reach that one).
+				rep.connKills = append(rep.connKills, connKill{time.Now().UnixNano(), typ == "normal"})
+				lastConnKill = time.Now()
+				for _, node := range cluster.Nodes() {
+					m, e := node.Do(kctx, "CLIENT", "KILL", "TYPE", typ, "SKIPME", "yes")
+					k, _ := m.AsInt64()
+					n += k
+					err = errors.Join(err, e)
+				}
+			} else {
+				n, err = rc.Do(kctx, rc.B().ClientKill().TypePubsub().SkipmeYes().Build()).AsInt64()
+				rep.connKills = append(rep.connKills, connKill{time.Now().UnixNano(), typ == "normal"})
+				lastConnKill = time.Now()
+				if typ == "normal" {
+					n, err = rc.Do(kctx, rc.B().ClientKill().TypeNormal().SkipmeYes().Build()).AsInt64()
+				}
 			}
 			cancel()
 			if err != nil {
@@ -931,6 +1165,23 @@ loop:
 		procs = append(procs, w.procResult)
 	}
 	rep.fairTryWait = fairTryWait(cfg)
+	switches.Lock()
+	for _, t := range switches.t {
+		planned := false
+		for _, x := range rep.restarts {
+			planned = planned || x.failover && t >= x.down && t <= x.up
+		}
+		if !planned {
+			// The old master took writes from when it was last seen up
+			// (down-after, 1s, before the switch) until it was demoted
+			// (the Sentinels' next INFO, 1s): 3s each side.
+			rep.restarts = append(rep.restarts, restart{down: t - 3*time.Second.Nanoseconds(), up: t + 3*time.Second.Nanoseconds(), failover: true})
+			rep.topoChanges = append(rep.topoChanges, rep.restarts[len(rep.restarts)-1])
+			rep.connKills = append(rep.connKills, connKill{t - 3*time.Second.Nanoseconds(), true})
+			rep.UnplannedFailovers++
+		}
+	}
+	switches.Unlock()
 	sections, err := readRecords(procs, &rep.Verdict)
 	if err != nil {
 		return nil, err
@@ -1126,8 +1377,30 @@ func sortedCounts(m map[string]int) string {
 	return b.String()
 }
 
-// dial connects a plain client to one server (no client-side cache).
+// sentinelPrefix starts an address that names a Sentinel group rather
+// than one server: "sentinel:<master set>@<host:port>,<host:port>,..."
+// (the Go and the Java workers both read it).
+const sentinelPrefix = "sentinel:"
+
+// clusterPrefix starts an address that names a Redis Cluster by its
+// nodes: "cluster:<host:port>,<host:port>,...".
+const clusterPrefix = "cluster:"
+
+// sentinelAddr is the address of group g.
+func sentinelAddr(g *redistest.SentinelGroup) string {
+	return sentinelPrefix + g.MasterName + "@" + strings.Join(g.SentinelAddrs(), ",")
+}
+
+// dial connects a plain client to one server, or a Sentinel client to a
+// Sentinel group (no client-side cache).
 func dial(addr string) (rueidis.Client, error) {
+	if rest, ok := strings.CutPrefix(addr, sentinelPrefix); ok {
+		set, list, _ := strings.Cut(rest, "@")
+		return rueidis.NewClient(rueidis.ClientOption{InitAddress: strings.Split(list, ","), Sentinel: rueidis.SentinelOption{MasterSet: set}, DisableCache: true})
+	}
+	if list, ok := strings.CutPrefix(addr, clusterPrefix); ok {
+		return rueidis.NewClient(rueidis.ClientOption{InitAddress: strings.Split(list, ","), DisableCache: true})
+	}
 	return rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true})
 }
 

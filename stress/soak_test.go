@@ -125,3 +125,46 @@ func TestUnsafeMixedReportsViolations(t *testing.T) {
 	assert.Positive(t, rep.ViolationsByPair["go then java-4.7.0"], "no Java section entered while a Go one was inside: %v", rep.ViolationsByPair)
 	assert.Positive(t, rep.ViolationsByPair["java-4.7.0 then go"], "no Go section entered while a Java one was inside: %v", rep.ViolationsByPair)
 }
+
+// TestSoakTopologies is the make test slice of make soak's Sentinel leg,
+// and a cluster run: a Go worker and a JVM (Redisson 4.7.0) on one name of
+// each kind, through forced failovers (SENTINEL FAILOVER; CLUSTER
+// FAILOVER of a name's master) and, on the cluster, migrations of a
+// name's slot to another master, with SIGKILLs and CLIENT KILLs. Writes
+// the old master took that no replica had are the only overlaps a
+// failover may explain (counted apart); a manual cluster failover and a
+// migration lose none.
+func TestSoakTopologies(t *testing.T) {
+	require.NoError(t, driver.CheckBuilt("4.7.0"), "the interop driver jars (make deps builds them)")
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+	}{
+		{"Sentinel", func(cfg *Config) { cfg.Sentinel = true }},
+		{"Cluster", func(cfg *Config) { cfg.Cluster, cfg.MigrateEvery = true, 6*time.Second }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := runContention(t, func(cfg *Config) {
+				cfg.Procs, cfg.Java, cfg.JavaVersions, cfg.Goroutines, cfg.Names = 1, 1, []string{"4.7.0"}, 3, 5
+				cfg.Kinds, cfg.FairWait = mixedKinds, time.Second
+				cfg.MaxHold, cfg.Duration = time.Millisecond, 20*time.Second
+				cfg.KillEvery, cfg.ClientKills, cfg.FailoverEvery = 8*time.Second, 8*time.Second, 6*time.Second
+				cfg.Redis = ""
+				tc.set(cfg)
+			})
+			assert.Zero(t, rep.Violations, "mutual exclusion violated")
+			assert.True(t, rep.OK(), "the run failed")
+			assert.GreaterOrEqual(t, rep.Failovers, 1, "no failover")
+			if tc.name == "Cluster" {
+				assert.GreaterOrEqual(t, rep.Migrations, 1, "no slot migration")
+				assert.Zero(t, rep.FailoverOverlaps, "a manual failover lost a write")
+			}
+			for _, lang := range []string{"go", "java-4.7.0"} {
+				assert.Positive(t, rep.ByLang[lang], "no acquisitions by %s", lang)
+			}
+			for n, k := range rep.PerName {
+				assert.Positive(t, k, "name %d was never locked", n)
+			}
+		})
+	}
+}

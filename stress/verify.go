@@ -163,8 +163,10 @@ type Verdict struct {
 	// FairWaitsOut counts, per language, the TryLocks with a wait on fair
 	// names that ran out (W records) within fairWaitsOutWindow waits after
 	// a SIGKILL or CLIENT KILL (a killed process' waiters, up to one per
-	// goroutine, each hold up the line for their wait); one that ran out
-	// otherwise is an acquire error.
+	// goroutine, each hold up the line for their wait), or within
+	// javaTopologyWindow and as many waits after a failover or slot
+	// migration (Redisson waiters that failed then do the same); one that
+	// ran out otherwise is an acquire error.
 	FairWaitsOut map[string]int
 	// connKills are the wall-clock times of those CLIENT KILLs (set by
 	// Run before readRecords); fairTryWait is the wait of TryLock on fair
@@ -179,9 +181,31 @@ type Verdict struct {
 	restarts        []restart
 	RestartOverlaps int
 	RestartErrors   map[string]int
+	// FailoverOverlaps and FailoverErrors are the same for the Sentinel
+	// failovers (restarts with failover set): a write acknowledged by the
+	// old master that the new one never had loses what it wrote.
+	FailoverOverlaps int
+	FailoverErrors   map[string]int
+	// topoChanges are the failovers and slot migrations (set by Run), by
+	// wall clock from the start of each to a healthy topology;
+	// JavaTopologyErrors counts the Redisson errors they excuse (see
+	// javaTopologyError), by class; JavaTopologyLag is the longest time
+	// from a change's end to such an error (tryLock timeouts aside).
+	topoChanges        []restart
+	JavaTopologyErrors map[string]int
+	JavaTopologyLag    time.Duration
+	// FaultErrorSamples is the first error of each kind that a restart or
+	// failover excused, as "lang K: text".
+	FaultErrorSamples []string
 }
 
-type restart struct{ down, up int64 } // wall clock: before the kill, once it answered again
+// restart is a time the lock server may have lost data, by wall clock:
+// from before the kill (or SENTINEL FAILOVER) to when it answered again
+// (or the group was healthy).
+type restart struct {
+	down, up int64
+	failover bool
+}
 
 // restartWindow: errors this long after a restart are the outage's.
 const restartWindow = 10 * time.Second
@@ -194,25 +218,55 @@ func (v *Verdict) restartError(p procResult, r record) bool {
 	}
 	for _, x := range v.restarts {
 		if r.T >= x.down && r.T <= x.up+restartWindow.Nanoseconds() {
-			if v.RestartErrors == nil {
-				v.RestartErrors = make(map[string]int)
+			m := &v.RestartErrors
+			if x.failover {
+				m = &v.FailoverErrors
 			}
-			v.RestartErrors[p.lang()+" "+r.K]++
+			if *m == nil {
+				*m = make(map[string]int)
+			}
+			key := p.lang() + " " + r.K
+			if (*m)[key] == 0 && len(v.FaultErrorSamples) < maxProblems {
+				v.FaultErrorSamples = append(v.FaultErrorSamples, key+": "+r.Err)
+			}
+			(*m)[key]++
 			return true
 		}
 	}
 	return false
 }
 
-// restartBetween reports whether the lock server restarted after a hold
-// was taken (before from) and before another one entered at to.
-func (v *Verdict) restartBetween(from, to int64) bool {
-	for _, x := range v.restarts {
+// restartBetween reports whether the lock server restarted (or failed
+// over) after a hold was taken (before from) and before another one
+// entered at to.
+func (v *Verdict) restartBetween(from, to int64) bool { return v.lossBetween(from, to) != nil }
+
+func (v *Verdict) lossBetween(from, to int64) *restart {
+	for i, x := range v.restarts {
 		if from <= x.up && to >= x.down {
-			return true
+			return &v.restarts[i]
 		}
 	}
-	return false
+	return nil
+}
+
+// lostOverlap counts an overlap that a restart or failover between from
+// and to explains, and reports whether there was one.
+// Each is noted in Problems (not as a violation) with the pair.
+func (v *Verdict) lostOverlap(from, to int64, n int, e, l *section) bool {
+	x := v.lossBetween(from, to)
+	if x == nil {
+		return false
+	}
+	cause := "restart"
+	if x.failover {
+		cause = "failover"
+		v.FailoverOverlaps++
+	} else {
+		v.RestartOverlaps++
+	}
+	v.problem("name %d: overlap explained by a %s (not counted as a violation): %s entered while %s was inside", n, cause, l, e)
+	return true
 }
 
 type connKill struct {
@@ -272,6 +326,53 @@ func (v *Verdict) javaConnError(p procResult, r record) bool {
 				v.JavaConnErrors = make(map[string]int)
 			}
 			v.JavaConnErrors[r.K+" "+class]++
+			return true
+		}
+	}
+	return false
+}
+
+// javaTopologyWindow: how long after a failover or a slot migration (on a
+// cluster or a Sentinel group) Redisson's errors are its own reaction to
+// the change. Redisson re-subscribes its (sharded) channels after the
+// node changed and, meanwhile, fails acquisitions with subscription
+// timeouts (3 s for the response, 7.5 s for its subscription lock, each
+// after retries) and tryLock calls that return false before their wait;
+// Java-only runs (--procs 0) show the same. The tryLock and tryAcquire
+// calls with a 60 s wait that return false count when their wait
+// overlapped the window.
+const javaTopologyWindow = 30 * time.Second
+
+// javaWait is the wait of the SoakWorker's tryLock(60s) calls.
+const javaWait = 60 * time.Second
+
+// javaTopologyError reports (and counts, by the error's class) whether
+// record r of a JVM worker came within javaTopologyWindow after a
+// failover or a slot migration. Go errors are never excused this way.
+func (v *Verdict) javaTopologyError(p procResult, r record) bool {
+	if p.Lang == "" || r.T == 0 || strings.HasPrefix(r.Err, "INCR") || notHeldErr(r.Err) {
+		return false
+	}
+	from := r.T
+	timedOut := strings.Contains(r.Err, "timed out")
+	if timedOut {
+		from -= javaWait.Nanoseconds()
+	}
+	for _, x := range v.topoChanges {
+		if r.T >= x.down && from <= x.up+javaTopologyWindow.Nanoseconds() {
+			class := "other"
+			if m := exceptionRE.FindAllStringSubmatch(r.Err, -1); len(m) > 0 {
+				class = m[len(m)-1][1]
+			} else if timedOut {
+				class = "tryLock returned false"
+			}
+			if v.JavaTopologyErrors == nil {
+				v.JavaTopologyErrors = make(map[string]int)
+			}
+			v.JavaTopologyErrors[r.K+" "+class]++
+			if lag := time.Duration(r.T - x.up); !timedOut && lag > v.JavaTopologyLag {
+				v.JavaTopologyLag = lag
+			}
 			return true
 		}
 	}
@@ -370,7 +471,14 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 				}
 				v.Misses[p.lang()]++
 			case "W":
-				if slices.ContainsFunc(kills, func(k int64) bool { return k <= r.T && r.T-k <= fairWaitsOutWindow*v.fairTryWait.Nanoseconds() }) {
+				afterKill := slices.ContainsFunc(kills, func(k int64) bool { return k <= r.T && r.T-k <= fairWaitsOutWindow*v.fairTryWait.Nanoseconds() })
+				// After a failover or migration, Redisson waiters that
+				// failed (javaTopologyError) leave their places in the
+				// line as a killed waiter does.
+				afterChange := slices.ContainsFunc(v.topoChanges, func(x restart) bool {
+					return x.down <= r.T && r.T-x.up <= javaTopologyWindow.Nanoseconds()+fairWaitsOutWindow*v.fairTryWait.Nanoseconds()
+				})
+				if afterKill || afterChange {
 					if v.FairWaitsOut == nil {
 						v.FairWaitsOut = make(map[string]int)
 					}
@@ -428,7 +536,7 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 					v.RedissonUnheld++
 					continue
 				}
-				if v.restartError(p, r) || v.javaConnError(p, r) {
+				if v.restartError(p, r) || v.javaConnError(p, r) || v.javaTopologyError(p, r) {
 					continue
 				}
 				v.UnlockErrors++
@@ -442,7 +550,7 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 					v.problem("%s goroutine %d: Redisson still holds name %d after its unlock failed and 40 more tries", p.proc, r.G, r.N)
 				}
 			case "X":
-				if v.restartError(p, r) || v.javaConnError(p, r) {
+				if v.restartError(p, r) || v.javaConnError(p, r) || v.javaTopologyError(p, r) {
 					continue
 				}
 				v.AcquireErrors++
@@ -579,11 +687,18 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 						v.PermitsExpired++ // its lease ran out: its permit came back
 						e.Lease = 0        // counted once
 						continue
-					case v.restartBetween(e.TB, l.TB):
-						v.RestartOverlaps++ // the restart lost its permit; the count was set anew
-						continue
 					}
 					kept = append(kept, e)
+				}
+				// Too many inside: a hold the lock server lost (a restart
+				// set the count anew, a failover rolled it back) explains
+				// one over the permits each, and no more.
+				for i := 0; len(kept) >= permits[n] && i < len(kept); {
+					if e := kept[i]; v.lostOverlap(e.TB, l.TB, n, e, l) {
+						kept = slices.Delete(kept, i, i+1)
+						continue
+					}
+					i++
 				}
 				if len(kept) > 0 {
 					v.Shared++
@@ -632,11 +747,11 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 					// lease's TTL had run out).
 					v.LeaseExpiryOverlaps++
 					v.LostOverlaps++
-				case v.restartBetween(e.TB, l.TB):
-					// The lock server restarted empty after e's hold was
-					// taken and before l entered: the restart lost e's
-					// hold (Go: its watchdog reports it lost).
-					v.RestartOverlaps++
+				case v.lostOverlap(e.TB, l.TB, n, e, l):
+					// The lock server restarted empty (or failed over)
+					// after e's hold was taken and before l entered: the
+					// restart lost e's hold (Go: its watchdog reports it
+					// lost).
 					continue
 				case e.unheld || l.unheld:
 					// One of the two was a Redisson section whose unlock

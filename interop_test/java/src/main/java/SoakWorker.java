@@ -16,7 +16,10 @@ import org.redisson.api.RLock;
 import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
+import org.redisson.config.ClusterServersConfig;
 import org.redisson.config.Config;
+import org.redisson.config.ReadMode;
+import org.redisson.config.SentinelServersConfig;
 
 /**
  * A Java worker of the Go stress/soak coordinator (github.com/goredisson/locks/stress):
@@ -26,6 +29,10 @@ import org.redisson.config.Config;
  * <pre>
  * java -cp 'driver.jar:lib-VERSION/*' SoakWorker LOCK_ADDR SEQ_ADDR WATCHDOG_MS LEASE_MS MAX_HOLD_US THREADS SEED OUT NAME...
  * </pre>
+ *
+ * LOCK_ADDR is host:port, sentinel:MASTER_SET@host:port,host:port,... for a
+ * Sentinel group (useSentinelServers) or cluster:host:port,... for a Redis Cluster
+ * (useClusterServers); reads go to the master.
  *
  * Each thread loops until stdin reaches EOF (the coordinator closes it to stop the
  * worker): it picks a name and a style, acquires (recording the wall clock before the
@@ -116,7 +123,24 @@ public final class SoakWorker {
             // Config.setFairLockWaitTimeout: Redisson 3.24+ (the driver compiles against 3.23.5).
             Config.class.getMethod("setFairLockWaitTimeout", long.class).invoke(lc, fairWaitMs);
         }
-        lc.useSingleServer().setAddress(url(lockAddr));
+        if (lockAddr.startsWith("sentinel:")) {
+            // "sentinel:<master set>@<host:port>,...": through the Sentinels.
+            // Reads (remainTimeToLive, isHeldByCurrentThread: the records'
+            // evidence) go to the master, not a replica that may lag.
+            String[] set = lockAddr.substring("sentinel:".length()).split("@", 2);
+            SentinelServersConfig ss = lc.useSentinelServers().setMasterName(set[0]).setReadMode(ReadMode.MASTER);
+            for (String a : set[1].split(",")) {
+                ss.addSentinelAddress(url(a));
+            }
+        } else if (lockAddr.startsWith("cluster:")) {
+            // "cluster:<host:port>,...": a Redis Cluster by its nodes.
+            ClusterServersConfig cs = lc.useClusterServers().setReadMode(ReadMode.MASTER);
+            for (String a : lockAddr.substring("cluster:".length()).split(",")) {
+                cs.addNodeAddress(url(a));
+            }
+        } else {
+            lc.useSingleServer().setAddress(url(lockAddr));
+        }
         Config sc = new Config();
         sc.setCodec(StringCodec.INSTANCE);
         sc.useSingleServer().setAddress(url(seqAddr));
