@@ -90,21 +90,30 @@ stress: deps-redis
 # on the same names of every kind both have (plain, read-write, fair,
 # fenced, permit-expirable semaphore), every acquisition style of both,
 # SIGKILLs of both languages in turn and CLIENT KILLs of the lock server's
-# pub/sub and command connections, stalls of all traffic to the lock
-# server (a TCP proxy) and restarts of it (empty), checked by the sequence-number interval
-# checker (stress/verify.go), about 900 acquisitions/s on 2 cores; then a
-# shorter one on Valkey; alongside both, 100,000 locks held with the
-# watchdog for 10 minutes and a Redis restart (--long-holds).
-# 22 + 5 minutes and the start and stop of each: under 30 minutes in all.
-SOAK_DURATION ?= 22m
+# pub/sub and command connections, checked by the sequence-number interval
+# checker (stress/verify.go). Three legs: a standalone Redis with stalls
+# of all traffic to it (a TCP proxy) and restarts of it (empty); a
+# Sentinel group (master, 2 replicas, 3 Sentinels) with forced failovers;
+# a cluster (3 masters, 3 replicas) with manual failovers and migrations
+# of a hot name's slot; Valkey. Alongside them, 100,000 locks held with
+# the watchdog for 10 minutes and a Redis restart (--long-holds).
+# 12 + 5 + 5 + 5 minutes and the start and stop of each: under 30 minutes.
+SOAK_DURATION ?= 12m
+SOAK_SENTINEL_DURATION ?= 5m
+SOAK_CLUSTER_DURATION ?= 5m
 SOAK_VALKEY_DURATION ?= 5m
-SOAK_FLAGS ?= --procs 3 --java 2 --goroutines 4 --names 16 --max-hold 1ms --kill-every 10s --client-kills 20s --kinds plain,rw,fair,fenced,semaphore --fair-wait 1s --stall-every 20s --restart-lock-every 90s
+SOAK_FLAGS ?= --procs 3 --java 2 --goroutines 4 --names 16 --max-hold 1ms --kill-every 10s --client-kills 20s --kinds plain,rw,fair,fenced,semaphore --fair-wait 1s
+SOAK_STANDALONE_FLAGS ?= --stall-every 20s --restart-lock-every 90s
+SOAK_SENTINEL_FLAGS ?= --sentinel --failover-every 40s
+SOAK_CLUSTER_FLAGS ?= --cluster --failover-every 40s --migrate-every 30s
 soak: deps
 	@mkdir -p bin
 	$(GO) build -o bin/stress ./stress
 	bin/stress --long-holds 100000 --duration 10m --watchdog 30s > bin/soak-longholds.log 2>&1 & lh=$$!; \
-	bin/stress --duration $(SOAK_DURATION) $(SOAK_FLAGS) && \
-	PATH="$(VALKEY_BIN):$$PATH" REDISTEST_FLAVOR=valkey bin/stress --duration $(SOAK_VALKEY_DURATION) $(SOAK_FLAGS); rc=$$?; \
+	bin/stress --duration $(SOAK_DURATION) $(SOAK_FLAGS) $(SOAK_STANDALONE_FLAGS) && \
+	bin/stress --duration $(SOAK_SENTINEL_DURATION) $(SOAK_FLAGS) $(SOAK_SENTINEL_FLAGS) && \
+	bin/stress --duration $(SOAK_CLUSTER_DURATION) $(SOAK_FLAGS) $(SOAK_CLUSTER_FLAGS) && \
+	PATH="$(VALKEY_BIN):$$PATH" REDISTEST_FLAVOR=valkey bin/stress --duration $(SOAK_VALKEY_DURATION) $(SOAK_FLAGS) $(SOAK_STANDALONE_FLAGS); rc=$$?; \
 	wait $$lh; lrc=$$?; echo "--- long holds (alongside):"; cat bin/soak-longholds.log; \
 	[ $$rc -eq 0 ] && [ $$lrc -eq 0 ]
 
