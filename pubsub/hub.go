@@ -23,10 +23,12 @@
 // new ones. When a connection breaks, or the server drops a subscription (a
 // sharded channel whose slot moved), its channels subscribe again on
 // another connection and wake every waiter, since messages may have been
-// lost in between. A SUBSCRIBE the server refuses for the topology's sake
-// (MOVED or ASK: the slot moved or its node became a replica; TRYAGAIN,
-// CLUSTERDOWN, LOADING) is sent again on a new connection, after a short
-// back-off; any other refusal (an ACL rule) fails Subscribe. Callers must still bound every wait (by the lock's
+// lost in between. A SUBSCRIBE refused for the topology's sake (MOVED:
+// the connection is bound to a node that no longer serves the slot;
+// CLUSTERDOWN), or not confirmed within subscribeBound (rueidis resends
+// some refusals on the same connection by itself), is sent again on a
+// new connection after a short back-off; any other refusal (an ACL rule)
+// fails Subscribe. Callers must still bound every wait (by the lock's
 // TTL): a wake-up is a hint, never a guarantee.
 package pubsub
 
@@ -51,6 +53,12 @@ var ErrClosed = errors.New("pubsub: hub closed")
 // ChannelsPerConn is how many channels one dedicated connection serves over
 // its life (a rueidis connection costs about 1.4 MB of buffers).
 const ChannelsPerConn = 64
+
+// subscribeBound is how long a SUBSCRIBE may go unconfirmed before its
+// connection is given up and the channel subscribes on a new one: a
+// CLUSTERDOWN or TRYAGAIN reply is resent by rueidis on the same
+// connection (bound to one node) for as long as it comes back.
+const subscribeBound = 3 * time.Second
 
 // probeEvery is how often, while any channel is subscribed, the Hub checks
 // that its rueidis client was not closed underneath it (a dedicated
@@ -139,6 +147,7 @@ type entry struct {
 
 	mu        sync.Mutex // guards the fields below
 	confirmed bool       // ready is closed
+	subs      uint64     // confirmations of the channel's SUBSCRIBE so far
 	err       error      // why subscribing failed; read after ready is closed
 	permits   int
 	waiters   []*Sub
@@ -443,6 +452,7 @@ func (e *entry) onMessage(m rueidis.PubSubMessage) {
 func (e *entry) onSubscribed() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.subs++
 	if !e.markReady(nil) {
 		e.resync()
 	}
@@ -503,16 +513,33 @@ func (e *entry) run(ctx context.Context) {
 			e.onSubscribed()
 		}
 	})
-	receive := func() error {
+	// subscribed reports whether the SUBSCRIBE of the receive that began
+	// when the entry had seen from confirmations was confirmed.
+	subscribed := func(from uint64) bool {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.subs > from
+	}
+	receive := func() (wasSubscribed bool, err error) {
 		if h.gone.Err() != nil {
-			return rueidis.ErrClosing
+			return false, rueidis.ErrClosing
 		}
 		c := h.attach(e.channel)
+		e.mu.Lock()
+		from := e.subs
+		e.mu.Unlock()
 		cctx, cancel := context.WithCancel(rctx)
 		defer cancel()
 		defer context.AfterFunc(h.gone, cancel)()
 		defer context.AfterFunc(c.ctx, cancel)()
-		err := c.dc.Receive(cctx, h.subscribeCmd(c.dc, e.channel), e.onMessage)
+		// Unconfirmed for too long: end this Receive; the connection is
+		// then retired (below), since its node keeps refusing.
+		defer time.AfterFunc(subscribeBound, func() {
+			if !subscribed(from) {
+				cancel()
+			}
+		}).Stop()
+		err = c.dc.Receive(cctx, h.subscribeCmd(c.dc, e.channel), e.onMessage)
 		// Ended by this entry's cancel, or the server refused this
 		// channel's SUBSCRIBE (an ACL rule): the connection is fine. Ended
 		// any other way (the connection broke, a sibling's did, the server
@@ -522,13 +549,17 @@ func (e *entry) run(ctx context.Context) {
 		e.mu.Unlock()
 		h.detach(c, ctx.Err() == nil && !(refusedForGood(err) && !confirmed))
 		if h.gone.Err() != nil {
-			return rueidis.ErrClosing
+			return false, rueidis.ErrClosing
 		}
-		return err
+		return subscribed(from), err
 	}
-	backoff := 50 * time.Millisecond
+	const firstBackoff = 50 * time.Millisecond
+	backoff := firstBackoff
 	for {
-		err := receive()
+		wasSubscribed, err := receive()
+		if wasSubscribed {
+			backoff = firstBackoff // it worked until now: try again soon
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -570,19 +601,18 @@ func (e *entry) run(ctx context.Context) {
 			return
 		case <-time.After(backoff):
 		}
-		if backoff < time.Second {
-			backoff *= 2
-		}
+		backoff = min(2*backoff, time.Second)
 	}
 }
 
 // refusedForGood reports whether err is the server's refusal of a
 // SUBSCRIBE that asking again will not change (an unknown command, an ACL
-// rule). A cluster redirect (MOVED, ASK: the slot moved, or its node is a
-// replica now), TRYAGAIN, CLUSTERDOWN and LOADING are the topology's
-// state: the connection goes (it is bound to the slot's old node) and the
-// channel subscribes again, on a connection rueidis picks from its
-// refreshed slot map.
+// rule). MOVED (the slot moved to another shard: the connection is bound
+// to its old node) and CLUSTERDOWN are the topology's state, as are ASK,
+// TRYAGAIN and LOADING, which Redis 7 does not send a SSUBSCRIBE but
+// another server might: the connection goes and the channel subscribes
+// again, on a connection rueidis picks from its slot map (a MOVED reply
+// makes rueidis refresh it).
 func refusedForGood(err error) bool {
 	re, ok := rueidis.IsRedisErr(err)
 	if !ok {

@@ -1,0 +1,39 @@
+package pubsub
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/internal/redistest"
+)
+
+// TestRefusedForGood: which error replies to a SUBSCRIBE fail the waiters
+// (the server will say the same again) and which send it again on a new
+// connection (the topology's state). The replies are real ones, made by
+// a script, so rueidis parses them as it parses the server's.
+func TestRefusedForGood(t *testing.T) {
+	srv := redistest.Standalone(t)
+	rc, err := srv.Client()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	reply := func(text string) error {
+		return rc.Do(context.Background(), rc.B().Eval().Script("return redis.error_reply(ARGV[1])").Numkeys(0).Arg(text).Build()).Error()
+	}
+	for text, forGood := range map[string]bool{
+		"NOPERM User u has no permissions to run the 'ssubscribe' command": true,
+		"ERR unknown command 'SSUBSCRIBE'":                                 true,
+		"MOVED 1666 127.0.0.1:7001":                                        false,
+		"ASK 1666 127.0.0.1:7001":                                          false,
+		"CLUSTERDOWN Hash slot not served":                                 false,
+		"TRYAGAIN Multiple keys request during rehashing of slot":          false,
+		"LOADING Redis is loading the dataset in memory":                   false,
+	} {
+		err := reply(text)
+		require.Error(t, err, text)
+		assert.Equal(t, forGood, refusedForGood(err), text)
+	}
+	assert.False(t, refusedForGood(context.Canceled), "not a server reply")
+}
