@@ -166,3 +166,24 @@ func TestCheckJavaTopologyErrors(t *testing.T) {
 	assert.Equal(t, map[string]int{"X RedisTimeoutException": 1, "X tryLock returned false": 1}, v.JavaTopologyErrors)
 	assert.Equal(t, 4800*time.Millisecond, v.JavaTopologyLag)
 }
+
+// A grant's reply held up by a stall can reach its caller after the
+// server restarted: the fenced section enters after the restart with the
+// old counter's token, and the next one's token starts again. The
+// restart explains it when the first call began before it ended.
+func TestCheckTokensAcrossRestartWithLateReply(t *testing.T) {
+	sections := func(t0 int64) []*section {
+		return []*section{
+			{proc: proc{0, 0}, N: 0, S1: 1, S2: 2, T0: t0 * ms, TB: 600 * ms, TE: 610 * ms, Tok: 973, Lease: 1500},
+			{proc: proc{1, 0}, N: 0, S1: 3, S2: 4, T0: 650 * ms, TB: 700 * ms, TE: 710 * ms, Tok: 1, Lease: 1500},
+		}
+	}
+	v := Verdict{restarts: []restart{{down: 500 * ms, up: 550 * ms}}}
+	checkTokens(sections(400), []bool{true}, &v)
+	assert.Zero(t, v.TokenViolations)
+	assert.Equal(t, 1, v.TokenExplained)
+
+	v = Verdict{restarts: []restart{{down: 500 * ms, up: 550 * ms}}}
+	checkTokens(sections(560), []bool{true}, &v)
+	assert.Equal(t, 1, v.TokenViolations, "the first call began after the restart: its token came from the new counter")
+}

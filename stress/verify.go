@@ -236,6 +236,18 @@ func (v *Verdict) restartError(p procResult, r record) bool {
 	return false
 }
 
+// granted is the earliest time s's hold may have been granted: its call's
+// start (T0) where recorded, else its entry. Entry is not enough: a reply
+// held up in the TCP proxy by a stall reaches its caller after the
+// server it came from was killed and restarted (a soak's fenced section
+// entered after a restart with the counter's old token).
+func (s *section) granted() int64 {
+	if s.T0 > 0 && s.T0 < s.TB {
+		return s.T0
+	}
+	return s.TB
+}
+
 // restartBetween reports whether the lock server restarted (or failed
 // over) after a hold was taken (before from) and before another one
 // entered at to.
@@ -694,7 +706,7 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 				// set the count anew, a failover rolled it back) explains
 				// one over the permits each, and no more.
 				for i := 0; len(kept) >= permits[n] && i < len(kept); {
-					if e := kept[i]; v.lostOverlap(e.TB, l.TB, n, e, l) {
+					if e := kept[i]; v.lostOverlap(e.granted(), l.TB, n, e, l) {
 						kept = slices.Delete(kept, i, i+1)
 						continue
 					}
@@ -747,7 +759,7 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 					// lease's TTL had run out).
 					v.LeaseExpiryOverlaps++
 					v.LostOverlaps++
-				case v.lostOverlap(e.TB, l.TB, n, e, l):
+				case v.lostOverlap(e.granted(), l.TB, n, e, l):
 					// The lock server restarted empty (or failed over)
 					// after e's hold was taken and before l entered: the
 					// restart lost e's hold (Go: its watchdog reports it
@@ -919,7 +931,7 @@ func checkTokens(sections []*section, fenced []bool, v *Verdict) {
 				v.TokensChecked++
 				if s.Tok <= prev.Tok {
 					switch {
-					case v.restartBetween(prev.TB, s.TB):
+					case v.restartBetween(prev.granted(), s.TB):
 						// A restart lost the token counter with the rest:
 						// the tokens start again, and rise from there.
 						v.TokenExplained++
