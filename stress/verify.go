@@ -328,16 +328,10 @@ func (v *Verdict) javaConnError(p procResult, r record) bool {
 			continue // closing pub/sub connections cuts no unlock
 		}
 		if r.T >= k.t && r.T <= k.t+javaConnWindow.Nanoseconds() {
-			class := "other"
-			if m := exceptionRE.FindAllStringSubmatch(r.Err, -1); len(m) > 0 {
-				class = m[len(m)-1][1] // the innermost exception named
-			} else if strings.Contains(r.Err, "timed out") {
-				class = "tryLock returned false"
-			}
 			if v.JavaConnErrors == nil {
 				v.JavaConnErrors = make(map[string]int)
 			}
-			v.JavaConnErrors[r.K+" "+class]++
+			v.JavaConnErrors[r.K+" "+redissonErrClass(r.Err)]++
 			return true
 		}
 	}
@@ -372,16 +366,10 @@ func (v *Verdict) javaTopologyError(p procResult, r record) bool {
 	}
 	for _, x := range v.topoChanges {
 		if r.T >= x.down && from <= x.up+javaTopologyWindow.Nanoseconds() {
-			class := "other"
-			if m := exceptionRE.FindAllStringSubmatch(r.Err, -1); len(m) > 0 {
-				class = m[len(m)-1][1]
-			} else if timedOut {
-				class = "tryLock returned false"
-			}
 			if v.JavaTopologyErrors == nil {
 				v.JavaTopologyErrors = make(map[string]int)
 			}
-			v.JavaTopologyErrors[r.K+" "+class]++
+			v.JavaTopologyErrors[r.K+" "+redissonErrClass(r.Err)]++
 			if lag := time.Duration(r.T - x.up); !timedOut && lag > v.JavaTopologyLag {
 				v.JavaTopologyLag = lag
 			}
@@ -389,6 +377,18 @@ func (v *Verdict) javaTopologyError(p procResult, r record) bool {
 		}
 	}
 	return false
+}
+
+// redissonErrClass names a Redisson error by its innermost exception
+// class, or "tryLock returned false" for a wait that ran out.
+func redissonErrClass(err string) string {
+	if m := exceptionRE.FindAllStringSubmatch(err, -1); len(m) > 0 {
+		return m[len(m)-1][1]
+	}
+	if strings.Contains(err, "timed out") {
+		return "tryLock returned false"
+	}
+	return "other"
 }
 
 // notHeldErr reports whether a Redisson unlock error says the lock was
