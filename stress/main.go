@@ -1131,7 +1131,14 @@ loop:
 	for _, w := range running {
 		_ = w.stdin.Close()
 	}
-	stopBy := time.NewTimer(cfg.Lease + cfg.Watchdog + 30*time.Second)
+	// A JVM's thread may be inside a tryLock(60 s) that Redisson cannot
+	// end sooner (after a failover or migration its subscription may be
+	// lost: the cluster soak leg saw a JVM still waiting at the 34 s mark).
+	stopIn := cfg.Lease + cfg.Watchdog + 30*time.Second
+	if cfg.Java > 0 {
+		stopIn += javaWait
+	}
+	stopBy := time.NewTimer(stopIn)
 	defer stopBy.Stop()
 	late := false
 	for _, w := range running {
