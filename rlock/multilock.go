@@ -77,7 +77,11 @@ func NewMultiLock(locks ...Locker) *MultiLock { return &MultiLock{newGroup(false
 // (at least one, none nil; an invalid list is reported by its methods).
 func NewRedLock(locks ...Locker) *RedLock { return &RedLock{newGroup(true, locks)} }
 
-// redLockMemberTimeout bounds a RedLock member's attempt beyond its wait.
+// redLockMemberTimeout bounds a RedLock member's attempt beyond its wait,
+// and every other call a RedLock makes on one member (setting its lease,
+// releasing it, checking it): a master that does not answer fails its
+// member, as Redlock's per-instance timeout, instead of stalling the
+// others while their leases run.
 const redLockMemberTimeout = 100 * time.Millisecond
 
 // group is what MultiLock and RedLock share.
@@ -241,8 +245,15 @@ func (g *group) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 			continue
 		}
 		if lease > 0 && memberLease != lease {
+			set := time.Now()
 			if held, err = g.expire(ctx, held, lease); err != nil {
 				return false, err
+			}
+			if held != nil && time.Since(set) >= lease {
+				// The first leases set may have run out while the last
+				// was being set: not obtained (Redlock's validity).
+				g.release(ctx, held)
+				held = nil
 			}
 			if held == nil {
 				if time.Since(start) >= wait {
@@ -410,11 +421,66 @@ func eachOf(locks []Locker, fn func(i int, l Locker)) {
 	wg.Wait()
 }
 
-// release unlocks members taken by an attempt that failed, whatever ctx.
+// release unlocks members taken by an attempt that failed, whatever ctx
+// (a RedLock's within the member timeout: an unlock it cannot settle in
+// time is settled in the background and the member's renewal stops).
 func (g *group) release(ctx context.Context, got []Locker) {
 	ctx = context.WithoutCancel(ctx)
-	eachOf(got, func(_ int, l Locker) { _ = l.Unlock(ctx) })
+	if !g.red {
+		eachOf(got, func(_ int, l Locker) { _ = l.Unlock(ctx) })
+		return
+	}
+	memberCalls(ctx, false, got, func(ctx context.Context, _ int, l Locker) error { return l.Unlock(ctx) }, nil)
 }
+
+// memberCalls runs call on every member of a RedLock at once, each with
+// ctx bounded by the member timeout (unless keep: the call returns a
+// context that must outlive it), and returns their results. A call
+// that has not returned shortly after its bound (rueidis does not bound
+// every wait by ctx: a new connection's handshake to a master that does
+// not answer takes its own timeout) gets late(i) as its result, or an
+// error, and finishes in the background: a master that does not answer
+// must not stall the others' calls while their leases run.
+func memberCalls[T any](ctx context.Context, keep bool, locks []Locker, call func(ctx context.Context, i int, l Locker) T, late func(i int, err error) T) []T {
+	results := make([]T, len(locks))
+	chans := make([]chan T, len(locks))
+	for i, l := range locks {
+		ch := make(chan T, 1)
+		chans[i] = ch
+		go func() {
+			mctx, cancel := ctx, context.CancelFunc(func() {})
+			if !keep {
+				mctx, cancel = context.WithTimeout(ctx, redLockMemberTimeout)
+			}
+			defer cancel()
+			ch <- call(mctx, i, l)
+		}()
+	}
+	timer := time.NewTimer(2 * redLockMemberTimeout)
+	defer timer.Stop()
+	expired := false
+	for i, ch := range chans {
+		if !expired {
+			select {
+			case results[i] = <-ch:
+				continue
+			case <-timer.C:
+				expired = true
+			}
+		}
+		select {
+		case results[i] = <-ch:
+		default:
+			if late != nil {
+				results[i] = late(i, fmt.Errorf("rlock: RedLock member %q: %w: no answer within %v", locks[i].Name(), context.DeadlineExceeded, 2*redLockMemberTimeout))
+			}
+		}
+	}
+	return results
+}
+
+// lateErr is memberCalls' late result for calls that return an error.
+func lateErr(_ int, err error) error { return err }
 
 // leaser is implemented by this package's locks: the PEXPIRE a group
 // makes on its members after an acquisition with a lease.
@@ -436,16 +502,24 @@ func canExpire(l Locker) bool {
 // RedLock goes on while a quorum is left, and otherwise releases all and
 // returns nil, nil (an attempt that failed).
 func (g *group) expire(ctx context.Context, got []Locker, lease time.Duration) ([]Locker, error) {
-	es := make([]error, len(got))
-	eachOf(got, func(i int, l Locker) {
-		if x, ok := l.(leaser); ok && x.canExpire() {
-			held, err := x.expire(ctx, lease)
-			if err == nil && !held {
-				err = fmt.Errorf("%w: %s member %q was lost before its lease was set", ErrLockLost, g.kind(), l.Name())
-			}
-			es[i] = err
+	one := func(ctx context.Context, _ int, l Locker) error {
+		x, ok := l.(leaser)
+		if !ok || !x.canExpire() {
+			return nil
 		}
-	})
+		held, err := x.expire(ctx, lease)
+		if err == nil && !held {
+			err = fmt.Errorf("%w: %s member %q was lost before its lease was set", ErrLockLost, g.kind(), l.Name())
+		}
+		return err
+	}
+	var es []error
+	if g.red {
+		es = memberCalls(ctx, false, got, one, lateErr)
+	} else {
+		es = make([]error, len(got))
+		eachOf(got, func(i int, l Locker) { es[i] = one(ctx, i, l) })
+	}
 	var kept, lost []Locker
 	for i, l := range got {
 		if es[i] != nil {
@@ -485,15 +559,9 @@ func (g *group) Unlock(ctx context.Context) error {
 		return nil
 	}
 	ctx = WithOwner(ctx, ownerOf(ctx))
-	es := make([]error, len(g.locks))
-	g.each(func(i int, l Locker) {
-		// A master that does not answer must not stall the others'
-		// unlocks: an unlock it cannot settle in time is settled in the
-		// background (the member's renewal stops at once).
-		mctx, cancel := context.WithTimeout(ctx, redLockMemberTimeout)
-		defer cancel()
-		es[i] = l.Unlock(mctx)
-	})
+	// An unlock a master cannot settle in time is settled in the
+	// background (the member's renewal stops at once).
+	es := memberCalls(ctx, false, g.locks, func(ctx context.Context, _ int, l Locker) error { return l.Unlock(ctx) }, lateErr)
 	for _, err := range es {
 		if err == nil {
 			return nil
@@ -509,9 +577,24 @@ func (g *group) IsHeld(ctx context.Context) (bool, error) {
 		return false, g.err
 	}
 	ctx = WithOwner(ctx, ownerOf(ctx))
+	type answer struct {
+		held bool
+		err  error
+	}
 	held := make([]bool, len(g.locks))
 	es := make([]error, len(g.locks))
-	g.each(func(i int, l Locker) { held[i], es[i] = l.IsHeld(ctx) })
+	if g.red {
+		// A master that does not answer in time: not held there.
+		as := memberCalls(ctx, false, g.locks, func(ctx context.Context, _ int, l Locker) answer {
+			h, err := l.IsHeld(ctx)
+			return answer{h, err}
+		}, func(_ int, err error) answer { return answer{false, err} })
+		for i, a := range as {
+			held[i], es[i] = a.held, a.err
+		}
+	} else {
+		g.each(func(i int, l Locker) { held[i], es[i] = l.IsHeld(ctx) })
+	}
 	missing := 0
 	for i := range held {
 		if !held[i] {
@@ -541,7 +624,24 @@ func (g *group) HoldContext(ctx context.Context) (context.Context, error) {
 	mctx := WithOwner(hctx, ownerOf(ctx))
 	ctxs := make([]context.Context, len(g.locks))
 	es := make([]error, len(g.locks))
-	g.each(func(i int, l Locker) { ctxs[i], es[i] = l.HoldContext(mctx) })
+	if g.red {
+		// A member whose check has not answered in time counts as ended
+		// (its context, if it comes later, derives from hctx and ends
+		// with it).
+		type answer struct {
+			ctx context.Context
+			err error
+		}
+		as := memberCalls(mctx, true, g.locks, func(ctx context.Context, _ int, l Locker) answer {
+			c, err := l.HoldContext(ctx)
+			return answer{c, err}
+		}, func(_ int, err error) answer { return answer{nil, err} })
+		for i, a := range as {
+			ctxs[i], es[i] = a.ctx, a.err
+		}
+	} else {
+		g.each(func(i int, l Locker) { ctxs[i], es[i] = l.HoldContext(mctx) })
+	}
 	limit := g.failedLimit()
 	failed := 0
 	for _, err := range es {

@@ -371,3 +371,75 @@ func TestGroupReviewRegressions(t *testing.T) {
 	assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	assert.ErrorIs(t, rlock.NewRedLock(m.services[0][0].Lock(name), nilLock).Unlock(ctx), rlock.ErrInvalidArgument)
 }
+
+// TestRedLockMasterStallsAfterGrant: a master that grants its member and
+// then stops answering (before the lease is set on the members) must not
+// hold up the RedLock: the members' leases run from the moment they are
+// set, so a TryLock that returned true only after a long wait for that
+// master handed its caller a lock whose other members had already run out
+// (make test's TestStressRedLock, under load: Unlock found every live
+// member gone 2 ms after the section began). The lease set, TryLock
+// returns within a few member timeouts, the live members keep the whole
+// lease, and Unlock releases them however long the stalled master takes.
+func TestRedLockMasterStallsAfterGrant(t *testing.T) {
+	srv := redistest.Masters(t, 3)
+	proxy := redistest.NewProxy(t, srv[2].Addr)
+	var stalled atomic.Bool
+	var locks []rlock.Locker
+	var raw []rueidis.Client
+	for i, s := range srv {
+		rc, err := s.Client(func(o *rueidis.ClientOption) {
+			if i == 2 {
+				o.InitAddress = []string{proxy.Addr}
+			}
+		})
+		require.NoError(t, err)
+		var opts []rlock.Option
+		if i == 2 {
+			// The stall begins when master 2's member is granted: after
+			// its acquire's reply, before the lease is set.
+			opts = append(opts, rlock.WithHooks(rlock.Hooks{Acquire: func(e rlock.AcquireEvent) {
+				if e.Outcome == rlock.Acquired && stalled.CompareAndSwap(false, true) {
+					proxy.Stall()
+				}
+			}}))
+		}
+		c, err := rlock.New(rc, opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close(); rc.Close() })
+		t.Cleanup(proxy.Resume) // before the clients close (cleanups run last first)
+		raw = append(raw, rc)
+		locks = append(locks, c.Lock("red-stall"))
+	}
+	ctx, cancel := context.WithTimeout(rlock.WithOwner(context.Background(), 1), 20*time.Second)
+	defer cancel()
+	rl := rlock.NewRedLock(locks...)
+	const lease = 2 * time.Second
+	begin := time.Now()
+	// A wait: the members are taken with a longer lease (twice the wait)
+	// and then given the lease (PEXPIRE).
+	ok, err := rl.TryLock(ctx, 1500*time.Millisecond, lease)
+	took := time.Since(begin)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, stalled.Load(), "master 2's member was never granted: the test proves nothing")
+	assert.Less(t, took, 800*time.Millisecond, "TryLock waited for the stalled master")
+	for i := range 2 {
+		n, err := raw[i].Do(context.Background(), raw[i].B().Pttl().Key("red-stall").Build()).AsInt64()
+		require.NoError(t, err)
+		pttl := time.Duration(n) * time.Millisecond
+		assert.LessOrEqual(t, pttl, lease, "master %d's member was not given the lease", i)
+		assert.Greater(t, pttl, lease-500*time.Millisecond, "master %d's member does not keep the lease from when it was set", i)
+	}
+	held, err := rl.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held)
+	begin = time.Now()
+	require.NoError(t, rl.Unlock(ctx))
+	assert.Less(t, time.Since(begin), 800*time.Millisecond, "Unlock waited for the stalled master")
+	for i := range 2 {
+		n, err := raw[i].Do(context.Background(), raw[i].B().Exists().Key("red-stall").Build()).AsInt64()
+		require.NoError(t, err)
+		assert.Zero(t, n, "master %d still holds its member after Unlock", i)
+	}
+}
