@@ -400,6 +400,20 @@ func notHeldErr(err string) bool {
 
 const maxProblems = 20
 
+// timing describes a U record's times, where the worker recorded them.
+func (r record) timing() string {
+	if r.TE == 0 || r.T0 == 0 {
+		return ""
+	}
+	d := func(a, b int64) time.Duration { return time.Duration(b - a).Round(time.Millisecond) }
+	lease := "watchdog"
+	if !r.WD {
+		lease = "lease"
+	}
+	return fmt.Sprintf(" (%s, %s %dms: acquire began %v before the unlock, the section entered %v before it; the unlock took %v)",
+		r.St, lease, r.Lease, d(r.T0, r.TE), d(r.TB, r.TE), d(r.TE, r.T))
+}
+
 // fairWaitsOutWindow: see Verdict.FairWaitsOut.
 const fairWaitsOutWindow = 5
 
@@ -552,7 +566,7 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 					continue
 				}
 				v.UnlockErrors++
-				v.problem("%s goroutine %d: unlock of section %d: %s", p.proc, r.G, r.S1, r.Err)
+				v.problem("%s goroutine %d: unlock of section %d%s: %s", p.proc, r.G, r.S1, r.timing(), r.Err)
 			case "H":
 				if v.RedissonUnlockRetries == nil {
 					v.RedissonUnlockRetries = make(map[string]int)

@@ -425,18 +425,21 @@ func workerMain(specJSON string) int {
 				if plainSem {
 					leaseMs, wd = 0, false // a plain semaphore's permit never expires
 				}
+				var s1 int64
+				var tb time.Time
 				unlock := func() {
 					setState(g, unlocking, n)
 					defer setState(g, idle, n)
 					if cfg.Unsafe {
 						return
 					}
+					u0 := time.Now()
 					if err := l.Unlock(rlock.WithOwner(context.Background(), owner)); err != nil {
 						msg := err.Error()
 						if errors.Is(err, rlock.ErrNotHeld) {
 							msg = "not held: " + msg
 						}
-						emit(record{K: "U", G: g, N: n, T: time.Now().UnixNano(), Err: msg})
+						emit(record{K: "U", G: g, N: n, S1: s1, T0: t0.UnixNano(), TB: tb.UnixNano(), TE: u0.UnixNano(), T: time.Now().UnixNano(), Lease: leaseMs, WD: wd, St: style, Err: msg})
 					} else if plainSem {
 						emit(record{K: "R", G: g, N: n}) // released (see giveBack)
 					}
@@ -456,8 +459,9 @@ func workerMain(specJSON string) int {
 						held = hc
 					}
 				}
-				tb := time.Now()
-				s1, err := incr(seqKey(cfg.Names[n]))
+				tb = time.Now()
+				var err error
+				s1, err = incr(seqKey(cfg.Names[n]))
 				if err != nil {
 					// Redis failed us: report, release and stop this
 					// goroutine (the run then fails).
