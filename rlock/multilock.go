@@ -39,18 +39,25 @@ type MultiLock struct{ group }
 // each). It is held when a majority (a quorum, n/2+1 of n) of its members
 // is: TryLock succeeds when at most n - quorum members fail, each member
 // waiting at most wait/n. Each member's attempt is bounded by its wait
-// plus 100ms (or the lease, if shorter): a member whose master refuses
-// connections, or whose call Redis keeps refusing, counts as failed
-// instead of stalling the attempt. A call already sent is awaited up to
-// the member client's command timeout (WithCommandTimeout): give member
-// clients a short one when a master may hang without closing connections.
+// plus 100ms (or the lease, if shorter), and the RedLock waits for it at
+// most 200ms beyond the wait; every other call on one member (setting its
+// lease, releasing it, Unlock, IsHeld, HoldContext) is waited for at most
+// 200ms. A member whose master does not answer in time (refuses
+// connections, keeps refusing the call, or hangs without closing them)
+// counts as failed for that call instead of stalling the others while
+// their leases run; the call itself goes on in the background up to the
+// member client's command timeout (WithCommandTimeout), and an attempt
+// that took its member too late gives it back there. A master that needs
+// longer than that (a far one, or replica sync waiting for a lagging
+// replica) fails its member every time: RedLock members are meant to be
+// independent nearby masters.
 //
 // Validity: an acquisition that took as long as the lease its members
-// were taken with releases what it took and reports false, since the first
-// members' leases may have run out by then. (With a wait, members are
-// taken for twice the wait, as in Redisson, and set to the lease once all
-// are held, so only a single attempt, TryLock(ctx, 0, lease), can outlive
-// them.) HoldContext ends when fewer than a
+// were taken with, or whose setting of the lease on the members took as
+// long as the lease, releases what it took and reports false, since the
+// first members' leases may have run out by then. (With a wait, members
+// are taken for twice the wait, as in Redisson, and set to the lease once
+// all are held.) HoldContext ends when fewer than a
 // quorum of members remain held; IsHeld reports whether a quorum is held
 // (Java's isHeldByThread requires every member). Unlock unlocks every
 // member, concurrently, whatever each one's result (as Redisson).
@@ -173,8 +180,9 @@ func (g *group) lock(ctx context.Context, lease time.Duration) error {
 
 // TryLock tries to take the lock within wait (wait <= 0: one attempt on
 // each member), with a fixed lease (lease <= 0: the members' watchdog
-// leases). It returns false, nil when the wait ran out (or, for a
-// RedLock with a lease, when the acquisition outlived the lease), and an
+// leases). It returns false, nil when the wait ran out (or, with a
+// lease, when the acquisition or the setting of the lease on the members
+// outlived it: a member may have expired meanwhile), and an
 // error wrapping ctx's when ctx ended first; members it took are released
 // before it returns false or an error.
 func (g *group) TryLock(ctx context.Context, wait, lease time.Duration) (bool, error) {
@@ -249,9 +257,10 @@ func (g *group) TryLock(ctx context.Context, wait, lease time.Duration) (bool, e
 			if held, err = g.expire(ctx, held, lease); err != nil {
 				return false, err
 			}
-			if held != nil && time.Since(set) >= lease {
+			if held != nil && (time.Since(set) >= lease || fixed && time.Since(passStart) >= lease) {
 				// The first leases set may have run out while the last
-				// was being set: not obtained (Redlock's validity).
+				// was being set, or a member taken with the lease itself
+				// meanwhile: not obtained (Redlock's validity).
 				g.release(ctx, held)
 				held = nil
 			}
@@ -334,7 +343,14 @@ func (g *group) pass(ctx context.Context, start time.Time, wait, memberWait time
 			}
 			mw = min(memberWait, remain)
 		}
-		ok, err := g.try(ctx, g.locks[stop], mw, leases[stop])
+		var ok bool
+		var err error
+		if g.red {
+			r := g.tries(ctx, g.locks[stop:stop+1], mw, leases[stop:stop+1])[0]
+			ok, err = r.ok, r.err
+		} else {
+			ok, err = g.try(ctx, g.locks[stop], mw, leases[stop])
+		}
 		if err != nil && (ctx.Err() != nil || permanent([]error{err}) != nil) {
 			if ctx.Err() != nil {
 				err = ctx.Err()
@@ -373,13 +389,40 @@ func (g *group) failedAll(ctx context.Context, held []bool, err error) error {
 func (g *group) attempt(ctx context.Context, locks []Locker, wait time.Duration, leases []time.Duration) (oks []bool, errs []error) {
 	oks = make([]bool, len(locks))
 	es := make([]error, len(locks))
-	eachOf(locks, func(i int, l Locker) { oks[i], es[i] = g.try(ctx, l, wait, leases[i]) })
+	if g.red {
+		rs := g.tries(ctx, locks, wait, leases)
+		for i, r := range rs {
+			oks[i], es[i] = r.ok, r.err
+		}
+	} else {
+		eachOf(locks, func(i int, l Locker) { oks[i], es[i] = g.try(ctx, l, wait, leases[i]) })
+	}
 	for i, l := range locks {
 		if es[i] != nil {
 			errs = append(errs, fmt.Errorf("%s member %q: %w", g.kind(), l.Name(), es[i]))
 		}
 	}
 	return oks, errs
+}
+
+type tried struct {
+	ok  bool
+	err error
+}
+
+// tries is a RedLock's attempt on locks at once: an attempt that has not
+// returned shortly after its bound fails its member, and if it took the
+// member after all, releases it in the background.
+func (g *group) tries(ctx context.Context, locks []Locker, wait time.Duration, leases []time.Duration) []tried {
+	bg := context.WithoutCancel(ctx)
+	return memberCalls(ctx, locks, wait+memberBound, func(ctx context.Context, i int, l Locker) tried {
+		ok, err := g.try(ctx, l, wait, leases[i])
+		return tried{ok, err}
+	}, func(_ int, err error) tried { return tried{false, err} }, func(l Locker, r tried) {
+		if r.ok {
+			_ = l.Unlock(bg)
+		}
+	})
 }
 
 // try is one member's TryLock. A RedLock bounds it: a master that does
@@ -422,41 +465,49 @@ func eachOf(locks []Locker, fn func(i int, l Locker)) {
 }
 
 // release unlocks members taken by an attempt that failed, whatever ctx
-// (a RedLock's within the member timeout: an unlock it cannot settle in
-// time is settled in the background and the member's renewal stops).
+// (a RedLock waits for each at most the member bound; an unlock a master
+// does not answer in time goes on in the background).
 func (g *group) release(ctx context.Context, got []Locker) {
 	ctx = context.WithoutCancel(ctx)
 	if !g.red {
 		eachOf(got, func(_ int, l Locker) { _ = l.Unlock(ctx) })
 		return
 	}
-	memberCalls(ctx, false, got, func(ctx context.Context, _ int, l Locker) error { return l.Unlock(ctx) }, nil)
+	memberCalls(ctx, got, memberBound, func(ctx context.Context, _ int, l Locker) error { return l.Unlock(ctx) }, nil, nil)
 }
 
-// memberCalls runs call on every member of a RedLock at once, each with
-// ctx bounded by the member timeout (unless keep: the call returns a
-// context that must outlive it), and returns their results. A call
-// that has not returned shortly after its bound (rueidis does not bound
-// every wait by ctx: a new connection's handshake to a master that does
-// not answer takes its own timeout) gets late(i) as its result, or an
-// error, and finishes in the background: a master that does not answer
-// must not stall the others' calls while their leases run.
-func memberCalls[T any](ctx context.Context, keep bool, locks []Locker, call func(ctx context.Context, i int, l Locker) T, late func(i int, err error) T) []T {
+// memberCalls runs call on every member of a RedLock at once and returns
+// their results, waiting for them at most bound. A call that has not
+// returned by then gets late(i, err) as its result (the zero T when late
+// is nil) and finishes in the background, where undo, if not nil, gets
+// what it returns (an acquisition taken too late is released there). The
+// calls are not cut short: rueidis bounds a command by its own timeout,
+// not by ctx, and a call cut at its op slot or its settling would leave
+// its member held or its outcome unfenced; only the caller stops waiting,
+// so that a master that does not answer does not stall the others while
+// their leases run.
+func memberCalls[T any](ctx context.Context, locks []Locker, bound time.Duration, call func(ctx context.Context, i int, l Locker) T, late func(i int, err error) T, undo func(l Locker, r T)) []T {
+	const (
+		pending = iota
+		delivered
+		abandoned
+	)
 	results := make([]T, len(locks))
 	chans := make([]chan T, len(locks))
+	states := make([]atomic.Int32, len(locks))
 	for i, l := range locks {
 		ch := make(chan T, 1)
 		chans[i] = ch
 		go func() {
-			mctx, cancel := ctx, context.CancelFunc(func() {})
-			if !keep {
-				mctx, cancel = context.WithTimeout(ctx, redLockMemberTimeout)
+			r := call(ctx, i, l)
+			if states[i].CompareAndSwap(pending, delivered) {
+				ch <- r
+			} else if undo != nil {
+				undo(l, r)
 			}
-			defer cancel()
-			ch <- call(mctx, i, l)
 		}()
 	}
-	timer := time.NewTimer(2 * redLockMemberTimeout)
+	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	expired := false
 	for i, ch := range chans {
@@ -468,16 +519,20 @@ func memberCalls[T any](ctx context.Context, keep bool, locks []Locker, call fun
 				expired = true
 			}
 		}
-		select {
-		case results[i] = <-ch:
-		default:
+		if states[i].CompareAndSwap(pending, abandoned) {
 			if late != nil {
-				results[i] = late(i, fmt.Errorf("rlock: RedLock member %q: %w: no answer within %v", locks[i].Name(), context.DeadlineExceeded, 2*redLockMemberTimeout))
+				results[i] = late(i, fmt.Errorf("%w: RedLock member %q: no answer within %v", ErrTimeout, locks[i].Name(), bound))
 			}
+			continue
 		}
+		results[i] = <-ch // delivered: it is on its way
 	}
 	return results
 }
+
+// memberBound is how long a RedLock waits for one member's call other
+// than an acquisition attempt.
+const memberBound = 2 * redLockMemberTimeout
 
 // lateErr is memberCalls' late result for calls that return an error.
 func lateErr(_ int, err error) error { return err }
@@ -515,7 +570,9 @@ func (g *group) expire(ctx context.Context, got []Locker, lease time.Duration) (
 	}
 	var es []error
 	if g.red {
-		es = memberCalls(ctx, false, got, one, lateErr)
+		// Whatever ctx: a PEXPIRE whose reply is lost is fenced, so
+		// that a late copy cannot shorten a hold taken again since.
+		es = memberCalls(context.WithoutCancel(ctx), got, memberBound, one, lateErr, nil)
 	} else {
 		es = make([]error, len(got))
 		eachOf(got, func(i int, l Locker) { es[i] = one(ctx, i, l) })
@@ -559,9 +616,10 @@ func (g *group) Unlock(ctx context.Context) error {
 		return nil
 	}
 	ctx = WithOwner(ctx, ownerOf(ctx))
-	// An unlock a master cannot settle in time is settled in the
-	// background (the member's renewal stops at once).
-	es := memberCalls(ctx, false, g.locks, func(ctx context.Context, _ int, l Locker) error { return l.Unlock(ctx) }, lateErr)
+	// An unlock a master does not answer in time goes on in the
+	// background (the member's renewal, if any, stops when it ends; the
+	// renewal script extends only a field still held).
+	es := memberCalls(ctx, g.locks, memberBound, func(ctx context.Context, _ int, l Locker) error { return l.Unlock(ctx) }, lateErr, nil)
 	for _, err := range es {
 		if err == nil {
 			return nil
@@ -585,10 +643,10 @@ func (g *group) IsHeld(ctx context.Context) (bool, error) {
 	es := make([]error, len(g.locks))
 	if g.red {
 		// A master that does not answer in time: not held there.
-		as := memberCalls(ctx, false, g.locks, func(ctx context.Context, _ int, l Locker) answer {
+		as := memberCalls(ctx, g.locks, memberBound, func(ctx context.Context, _ int, l Locker) answer {
 			h, err := l.IsHeld(ctx)
 			return answer{h, err}
-		}, func(_ int, err error) answer { return answer{false, err} })
+		}, func(_ int, err error) answer { return answer{false, err} }, nil)
 		for i, a := range as {
 			held[i], es[i] = a.held, a.err
 		}
@@ -626,16 +684,29 @@ func (g *group) HoldContext(ctx context.Context) (context.Context, error) {
 	es := make([]error, len(g.locks))
 	if g.red {
 		// A member whose check has not answered in time counts as ended
-		// (its context, if it comes later, derives from hctx and ends
-		// with it).
+		// for the life of the group's context: its own is cancelled,
+		// which ends its check and its watch.
 		type answer struct {
 			ctx context.Context
 			err error
 		}
-		as := memberCalls(mctx, true, g.locks, func(ctx context.Context, _ int, l Locker) answer {
-			c, err := l.HoldContext(ctx)
+		cancels := make([]context.CancelCauseFunc, len(g.locks))
+		parents := make([]context.Context, len(g.locks))
+		for i := range g.locks {
+			parents[i], cancels[i] = context.WithCancelCause(mctx)
+		}
+		context.AfterFunc(hctx, func() {
+			for _, c := range cancels {
+				c(nil)
+			}
+		})
+		as := memberCalls(mctx, g.locks, memberBound, func(_ context.Context, i int, l Locker) answer {
+			c, err := l.HoldContext(parents[i])
 			return answer{c, err}
-		}, func(_ int, err error) answer { return answer{nil, err} })
+		}, func(i int, err error) answer {
+			cancels[i](err)
+			return answer{nil, err}
+		}, nil)
 		for i, a := range as {
 			ctxs[i], es[i] = a.ctx, a.err
 		}

@@ -442,4 +442,81 @@ func TestRedLockMasterStallsAfterGrant(t *testing.T) {
 		require.NoError(t, err)
 		assert.Zero(t, n, "master %d still holds its member after Unlock", i)
 	}
+	// The stalled master's member, given up when its lease could not be
+	// set, is released once the master answers again (its release waited
+	// behind the lease-setting, in the background).
+	direct, err := srv[2].Client()
+	require.NoError(t, err)
+	defer direct.Close()
+	proxy.Resume()
+	assert.Eventually(t, func() bool {
+		n, err := direct.Do(context.Background(), direct.B().Exists().Key("red-stall").Build()).AsInt64()
+		return err == nil && n == 0
+	}, 15*time.Second, 20*time.Millisecond, "master 2 still holds the member the RedLock gave up")
+}
+
+// TestRedLockMasterStallsBeforeGrant: a master that stops answering before
+// its member is taken fails that member within the member timeout (the
+// attempt is not held up by the command timeout, nor by a new connection's
+// handshake that rueidis does not bound by ctx), the quorum of the others
+// is a grant, and the stalled master's attempt, once it runs, is given
+// back: nothing stays held there.
+func TestRedLockMasterStallsBeforeGrant(t *testing.T) {
+	srv := redistest.Masters(t, 3)
+	proxy := redistest.NewProxy(t, srv[2].Addr)
+	var locks []rlock.Locker
+	var raw []rueidis.Client
+	for i, s := range srv {
+		rc, err := s.Client(func(o *rueidis.ClientOption) {
+			if i == 2 {
+				o.InitAddress = []string{proxy.Addr}
+			}
+		})
+		require.NoError(t, err)
+		c, err := rlock.New(rc)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close(); rc.Close() })
+		t.Cleanup(proxy.Resume)
+		raw = append(raw, rc)
+		locks = append(locks, c.Lock("red-stall-before"))
+	}
+	direct, err := srv[2].Client()
+	require.NoError(t, err)
+	t.Cleanup(direct.Close)
+	ctx, cancel := context.WithTimeout(rlock.WithOwner(context.Background(), 1), 20*time.Second)
+	defer cancel()
+	rl := rlock.NewRedLock(locks...)
+	for _, style := range []string{"one attempt", "a wait"} {
+		proxy.Stall()
+		wait := time.Duration(0)
+		if style == "a wait" {
+			wait = 300 * time.Millisecond
+		}
+		begin := time.Now()
+		ok, err := rl.TryLock(ctx, wait, 0)
+		took := time.Since(begin)
+		require.NoError(t, err, style)
+		require.True(t, ok, style)
+		assert.Less(t, took, wait+time.Second, "%s: TryLock waited for the stalled master", style)
+		for i := range 2 {
+			n, err := raw[i].Do(context.Background(), raw[i].B().Exists().Key("red-stall-before").Build()).AsInt64()
+			require.NoError(t, err)
+			assert.Equal(t, int64(1), n, "%s: master %d's member", style, i)
+		}
+		begin = time.Now()
+		require.NoError(t, rl.Unlock(ctx), style)
+		assert.Less(t, time.Since(begin), time.Second, "%s: Unlock waited for the stalled master", style)
+		proxy.Resume()
+		// The stalled attempt reaches master 2 now; whatever it took is
+		// given back (by the engine or the RedLock's late release).
+		assert.Eventually(t, func() bool {
+			n, err := direct.Do(context.Background(), direct.B().Exists().Key("red-stall-before").Build()).AsInt64()
+			return err == nil && n == 0
+		}, 15*time.Second, 20*time.Millisecond, "%s: master 2 still holds the member the RedLock gave up", style)
+		for i := range 2 {
+			n, err := raw[i].Do(context.Background(), raw[i].B().Exists().Key("red-stall-before").Build()).AsInt64()
+			require.NoError(t, err)
+			assert.Zero(t, n, "%s: master %d still holds its member after Unlock", style, i)
+		}
+	}
 }

@@ -64,6 +64,22 @@ func (e *Engine) Close() {
 	e.bg.Wait()
 }
 
+// pause sleeps d, or less when ctx ends (its error) or the engine closes
+// (hold.ErrClosed): a call retried in the background, whose caller stopped
+// waiting, must not outlive its Client by a back-off.
+func (e *Engine) pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.closing:
+		return hold.ErrClosed
+	case <-t.C:
+		return nil
+	}
+}
+
 // Closed reports whether Close was called.
 func (e *Engine) Closed() bool {
 	select {
@@ -202,7 +218,7 @@ func (e *Engine) Exactly(ctx context.Context, deadline time.Time, c *Call) (Outc
 			if time.Now().Add(d).After(deadline) {
 				return Outcome{}, r.Err
 			}
-			if err := sleep(ctx, d); err != nil {
+			if err := e.pause(ctx, d); err != nil {
 				return Outcome{}, err
 			}
 			continue
