@@ -187,3 +187,20 @@ func TestCheckTokensAcrossRestartWithLateReply(t *testing.T) {
 	checkTokens(sections(560), []bool{true}, &v)
 	assert.Equal(t, 1, v.TokenViolations, "the first call began after the restart: its token came from the new counter")
 }
+
+// A fenced LockLease, then its Token read: a restart between them leaves
+// the section with no token (the counter went with the hold), which is
+// the restart's doing; without a restart it is a worker error.
+func TestCheckTokenLostToRestart(t *testing.T) {
+	sections := func() []*section {
+		return []*section{{proc: proc{0, 0}, N: 0, S1: 1, S2: 2, T0: 400 * ms, TB: 600 * ms, TE: 610 * ms, Lease: 1500}}
+	}
+	v := Verdict{restarts: []restart{{down: 500 * ms, up: 550 * ms}}}
+	checkTokens(sections(), []bool{true}, &v)
+	assert.Zero(t, v.WorkerErrors)
+	assert.Equal(t, 1, v.TokensLost)
+
+	v = Verdict{restarts: []restart{{down: 700 * ms, up: 750 * ms}}}
+	checkTokens(sections(), []bool{true}, &v)
+	assert.Equal(t, 1, v.WorkerErrors, "no restart between the call and the entry")
+}

@@ -507,8 +507,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "faults injected (killed processes: up to their last second): %v\n", r.Faults)
 	}
 	if c.has(kindFenced) {
-		fmt.Fprintf(w, "fenced tokens: %d compared with the previous grant's, not larger: %d (explained by a lease that ran out or a Redisson section that did not hold the lock: %d)\n",
-			r.TokensChecked, r.TokenViolations+r.TokenExplained, r.TokenExplained)
+		fmt.Fprintf(w, "fenced tokens: %d compared with the previous grant's, not larger: %d (explained by a lease that ran out or a Redisson section that did not hold the lock: %d); none, the server having restarted between the grant and the token read: %d\n",
+			r.TokensChecked, r.TokenViolations+r.TokenExplained, r.TokenExplained, r.TokensLost)
 	}
 	if c.has(kindRW) {
 		fmt.Fprintf(w, "read sections: %d; reader overlaps (allowed): %d\n", r.Reads, r.ReadOverlaps)

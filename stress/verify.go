@@ -145,6 +145,11 @@ type Verdict struct {
 	// inversions by a section that entered after its lease could have run
 	// out, or by a Redisson section that did not hold the lock.
 	TokensChecked, TokenViolations, TokenExplained int
+	// TokensLost: fenced sections with no token whose lock server
+	// restarted or failed over between the call's start and the section's
+	// entry (a LockLease, then a Token read that found the counter gone
+	// with the hold).
+	TokensLost int
 	// FIFOAfterConnKill: the FIFOExplained reorders with a CLIENT KILL
 	// while the passed-over waiter waited (Redisson's queueing call may
 	// have failed; it queues again behind the others).
@@ -924,7 +929,8 @@ func checkFIFO(sections []*section, fair []bool, fairWait time.Duration, faults 
 // that fencing is for), or when one of the two was a Redisson section
 // that did not hold the lock (RedissonUnheld). After a restart of the
 // lock server (which loses the counter) the tokens start again and must
-// rise from there. A fenced section without a token is a worker error.
+// rise from there. A fenced section without a token is a worker error,
+// unless the server restarted between its call's start and its entry.
 func checkTokens(sections []*section, fenced []bool, v *Verdict) {
 	byName := make([][]*section, len(fenced))
 	for _, s := range sections {
@@ -937,6 +943,10 @@ func checkTokens(sections []*section, fenced []bool, v *Verdict) {
 		var prev *section
 		for _, s := range ss {
 			if s.Tok <= 0 {
+				if v.restartBetween(s.granted(), s.TB) {
+					v.TokensLost++
+					continue
+				}
 				v.WorkerErrors++
 				v.problem("name %d: fenced section %s has no token", n, s)
 				continue
