@@ -96,10 +96,49 @@ type group struct {
 	locks []Locker
 	red   bool
 	err   error
+	late  *lateAttempts // a RedLock's attempts it stopped waiting for
+}
+
+// lateAttempts counts, per member and owner, a RedLock's attempts still
+// running (with the release of what a late one took). While one runs, the
+// owner's next attempt on that member fails at once: the late one's
+// release, an Unlock of one level, must not take away a level that a
+// newer attempt took.
+type lateAttempts struct {
+	mu sync.Mutex
+	n  map[lateKey]int
+}
+
+type lateKey struct {
+	member int
+	owner  int64
+}
+
+// enter registers an attempt on member for owner, or reports false if one
+// is still running.
+func (a *lateAttempts) enter(k lateKey) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n[k] > 0 {
+		return false
+	}
+	if a.n == nil {
+		a.n = make(map[lateKey]int)
+	}
+	a.n[k]++
+	return true
+}
+
+func (a *lateAttempts) leave(k lateKey) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n[k]--; a.n[k] <= 0 {
+		delete(a.n, k)
+	}
 }
 
 func newGroup(red bool, locks []Locker) group {
-	g := group{locks: append([]Locker(nil), locks...), red: red}
+	g := group{locks: append([]Locker(nil), locks...), red: red, late: &lateAttempts{}}
 	if len(locks) == 0 {
 		g.err = fmt.Errorf("%w: %s of no locks", ErrInvalidArgument, g.kind())
 	}
@@ -295,7 +334,7 @@ func (g *group) pass(ctx context.Context, start time.Time, wait, memberWait time
 	budget := limit
 	for i := 0; i < n; {
 		t0 := time.Now()
-		oks, errs := g.attempt(ctx, g.locks[i:], 0, leases[i:])
+		oks, errs := g.attempt(ctx, i, 0, leases[i:])
 		copy(held[i:], oks)
 		if err := ctx.Err(); err != nil {
 			return nil, g.failedAll(ctx, held, err)
@@ -335,7 +374,9 @@ func (g *group) pass(ctx context.Context, start time.Time, wait, memberWait time
 			}
 		}
 		g.release(ctx, after)
-		mw := max(3*time.Since(t0), 20*time.Millisecond)
+		// (At most the member bound: the pass may have waited that long
+		// for a master that did not answer.)
+		mw := min(max(3*time.Since(t0), 20*time.Millisecond), memberBound)
 		if wait > 0 {
 			remain := wait - time.Since(start)
 			if remain <= 0 {
@@ -346,7 +387,7 @@ func (g *group) pass(ctx context.Context, start time.Time, wait, memberWait time
 		var ok bool
 		var err error
 		if g.red {
-			r := g.tries(ctx, g.locks[stop:stop+1], mw, leases[stop:stop+1])[0]
+			r := g.tries(ctx, stop, 1, mw, leases[stop:stop+1])[0]
 			ok, err = r.ok, r.err
 		} else {
 			ok, err = g.try(ctx, g.locks[stop], mw, leases[stop])
@@ -384,13 +425,14 @@ func (g *group) failedAll(ctx context.Context, held []bool, err error) error {
 	return err
 }
 
-// attempt tries each of locks once, concurrently, and returns which were
-// taken and the errors of the others.
-func (g *group) attempt(ctx context.Context, locks []Locker, wait time.Duration, leases []time.Duration) (oks []bool, errs []error) {
+// attempt tries each member from the from'th once, concurrently, and
+// returns which were taken and the errors of the others.
+func (g *group) attempt(ctx context.Context, from int, wait time.Duration, leases []time.Duration) (oks []bool, errs []error) {
+	locks := g.locks[from:]
 	oks = make([]bool, len(locks))
 	es := make([]error, len(locks))
 	if g.red {
-		rs := g.tries(ctx, locks, wait, leases)
+		rs := g.tries(ctx, from, len(locks), wait, leases)
 		for i, r := range rs {
 			oks[i], es[i] = r.ok, r.err
 		}
@@ -410,17 +452,43 @@ type tried struct {
 	err error
 }
 
-// tries is a RedLock's attempt on locks at once: an attempt that has not
-// returned shortly after its bound fails its member, and if it took the
-// member after all, releases it in the background.
-func (g *group) tries(ctx context.Context, locks []Locker, wait time.Duration, leases []time.Duration) []tried {
+// tries is a RedLock's attempt on n members from the from'th at once. An
+// attempt that has not returned shortly after its bound fails its member
+// and has its ctx cancelled (this package's locks then give back a grant
+// that comes later, under the hold's operation slot); if it took the
+// member after all, it releases it in the background, and until then the
+// owner's next attempts on that member fail (see lateAttempts).
+func (g *group) tries(ctx context.Context, from, n int, wait time.Duration, leases []time.Duration) []tried {
 	bg := context.WithoutCancel(ctx)
-	return memberCalls(ctx, locks, wait+memberBound, func(ctx context.Context, i int, l Locker) tried {
-		ok, err := g.try(ctx, l, wait, leases[i])
+	owner := ownerOf(ctx)
+	cancels := make([]context.CancelFunc, n)
+	ctxs := make([]context.Context, n)
+	entered := make([]bool, n)
+	for i := range n {
+		ctxs[i], cancels[i] = context.WithCancel(ctx)
+		entered[i] = g.late.enter(lateKey{from + i, owner})
+	}
+	defer func() {
+		for _, c := range cancels {
+			c()
+		}
+	}()
+	return memberCalls(ctx, g.locks[from:from+n], wait+memberBound, func(_ context.Context, i int, l Locker) tried {
+		if !entered[i] {
+			return tried{false, fmt.Errorf("%w: an earlier attempt on member %q has not ended yet", ErrTimeout, l.Name())}
+		}
+		ok, err := g.try(ctxs[i], l, wait, leases[i])
 		return tried{ok, err}
-	}, func(_ int, err error) tried { return tried{false, err} }, func(l Locker, r tried) {
+	}, func(i int, err error) tried {
+		cancels[i]()
+		return tried{false, err}
+	}, func(l Locker, r tried) {
 		if r.ok {
 			_ = l.Unlock(bg)
+		}
+	}, func(i int) {
+		if entered[i] {
+			g.late.leave(lateKey{from + i, owner})
 		}
 	})
 }
@@ -473,20 +541,21 @@ func (g *group) release(ctx context.Context, got []Locker) {
 		eachOf(got, func(_ int, l Locker) { _ = l.Unlock(ctx) })
 		return
 	}
-	memberCalls(ctx, got, memberBound, func(ctx context.Context, _ int, l Locker) error { return l.Unlock(ctx) }, nil, nil)
+	memberCalls(ctx, got, memberBound, func(ctx context.Context, _ int, l Locker) error { return l.Unlock(ctx) }, nil, nil, nil)
 }
 
 // memberCalls runs call on every member of a RedLock at once and returns
 // their results, waiting for them at most bound. A call that has not
 // returned by then gets late(i, err) as its result (the zero T when late
 // is nil) and finishes in the background, where undo, if not nil, gets
-// what it returns (an acquisition taken too late is released there). The
+// what it returns (an acquisition taken too late is released there);
+// done, if not nil, runs after each call (and its undo) ends. The
 // calls are not cut short: rueidis bounds a command by its own timeout,
 // not by ctx, and a call cut at its op slot or its settling would leave
 // its member held or its outcome unfenced; only the caller stops waiting,
 // so that a master that does not answer does not stall the others while
 // their leases run.
-func memberCalls[T any](ctx context.Context, locks []Locker, bound time.Duration, call func(ctx context.Context, i int, l Locker) T, late func(i int, err error) T, undo func(l Locker, r T)) []T {
+func memberCalls[T any](ctx context.Context, locks []Locker, bound time.Duration, call func(ctx context.Context, i int, l Locker) T, late func(i int, err error) T, undo func(l Locker, r T), done func(i int)) []T {
 	const (
 		pending = iota
 		delivered
@@ -501,9 +570,17 @@ func memberCalls[T any](ctx context.Context, locks []Locker, bound time.Duration
 		go func() {
 			r := call(ctx, i, l)
 			if states[i].CompareAndSwap(pending, delivered) {
+				if done != nil {
+					done(i)
+				}
 				ch <- r
-			} else if undo != nil {
+				return
+			}
+			if undo != nil {
 				undo(l, r)
+			}
+			if done != nil {
+				done(i)
 			}
 		}()
 	}
@@ -517,6 +594,8 @@ func memberCalls[T any](ctx context.Context, locks []Locker, bound time.Duration
 				continue
 			case <-timer.C:
 				expired = true
+			case <-ctx.Done():
+				expired = true // the caller has gone: stop waiting
 			}
 		}
 		if states[i].CompareAndSwap(pending, abandoned) {
@@ -572,7 +651,10 @@ func (g *group) expire(ctx context.Context, got []Locker, lease time.Duration) (
 	if g.red {
 		// Whatever ctx: a PEXPIRE whose reply is lost is fenced, so
 		// that a late copy cannot shorten a hold taken again since.
-		es = memberCalls(context.WithoutCancel(ctx), got, memberBound, one, lateErr, nil)
+		// A lease-setting slower than a quarter of the lease fails its
+		// member (Redlock's per-instance timeout, small next to the TTL).
+		bound := min(memberBound, max(lease/4, time.Millisecond))
+		es = memberCalls(context.WithoutCancel(ctx), got, bound, one, lateErr, nil, nil)
 	} else {
 		es = make([]error, len(got))
 		eachOf(got, func(i int, l Locker) { es[i] = one(ctx, i, l) })
@@ -619,7 +701,9 @@ func (g *group) Unlock(ctx context.Context) error {
 	// An unlock a master does not answer in time goes on in the
 	// background (the member's renewal, if any, stops when it ends; the
 	// renewal script extends only a field still held).
-	es := memberCalls(ctx, g.locks, memberBound, func(ctx context.Context, _ int, l Locker) error { return l.Unlock(ctx) }, lateErr, nil)
+	// Whatever ctx: an unlock cut at its op slot would leave the member
+	// held (and renewed).
+	es := memberCalls(context.WithoutCancel(ctx), g.locks, memberBound, func(ctx context.Context, _ int, l Locker) error { return l.Unlock(ctx) }, lateErr, nil, nil)
 	for _, err := range es {
 		if err == nil {
 			return nil
@@ -646,7 +730,7 @@ func (g *group) IsHeld(ctx context.Context) (bool, error) {
 		as := memberCalls(ctx, g.locks, memberBound, func(ctx context.Context, _ int, l Locker) answer {
 			h, err := l.IsHeld(ctx)
 			return answer{h, err}
-		}, func(_ int, err error) answer { return answer{false, err} }, nil)
+		}, func(_ int, err error) answer { return answer{false, err} }, nil, nil)
 		for i, a := range as {
 			held[i], es[i] = a.held, a.err
 		}
@@ -706,7 +790,7 @@ func (g *group) HoldContext(ctx context.Context) (context.Context, error) {
 		}, func(i int, err error) answer {
 			cancels[i](err)
 			return answer{nil, err}
-		}, nil)
+		}, nil, nil)
 		for i, a := range as {
 			ctxs[i], es[i] = a.ctx, a.err
 		}

@@ -2,6 +2,7 @@ package rlock_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -519,4 +520,70 @@ func TestRedLockMasterStallsBeforeGrant(t *testing.T) {
 			assert.Zero(t, n, "%s: master %d still holds its member after Unlock", style, i)
 		}
 	}
+}
+
+// TestRedLockLateGrantGivenBack: a member attempt that takes its member
+// after the RedLock stopped waiting for it (here: its return is held up
+// in the Acquire hook, as a starved goroutine would be) is given back in
+// the background, and until then the owner's next attempts on that member
+// fail, so that the give-back (an Unlock of one level) cannot take away a
+// level a newer attempt took. Counts end exact: nothing held anywhere.
+func TestRedLockLateGrantGivenBack(t *testing.T) {
+	srv := redistest.Masters(t, 3)
+	release := make(chan struct{})
+	var held atomic.Bool
+	var locks []rlock.Locker
+	var raw []rueidis.Client
+	for i, s := range srv {
+		rc, err := s.Client()
+		require.NoError(t, err)
+		var opts []rlock.Option
+		if i == 2 {
+			opts = append(opts, rlock.WithHooks(rlock.Hooks{Acquire: func(e rlock.AcquireEvent) {
+				if e.Outcome == rlock.Acquired && held.CompareAndSwap(false, true) {
+					<-release
+				}
+			}}))
+		}
+		c, err := rlock.New(rc, opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close(); rc.Close() })
+		raw = append(raw, rc)
+		locks = append(locks, c.Lock("red-late"))
+	}
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	count := func(i int) int64 {
+		m, err := raw[i].Do(context.Background(), raw[i].B().Hgetall().Key("red-late").Build()).AsStrMap()
+		require.NoError(t, err)
+		var n int64
+		for _, v := range m {
+			var c int64
+			_, _ = fmt.Sscan(v, &c)
+			n += c
+		}
+		return n
+	}
+	ctx := rlock.WithOwner(context.Background(), 1)
+	rl := rlock.NewRedLock(locks...)
+	ok, err := rl.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, held.Load(), "member 2's attempt never reached its hook")
+	// Re-entered while member 2's late attempt is still out: members 0
+	// and 1 go to 2 levels, member 2 is not attempted.
+	ok, err = rl.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, []int64{2, 2, 1}, []int64{count(0), count(1), count(2)}, "member 2 holds the late grant alone")
+	close(release)
+	assert.Eventually(t, func() bool { return count(2) == 0 }, 10*time.Second, 10*time.Millisecond, "the late grant was not given back")
+	require.NoError(t, rl.Unlock(ctx))
+	require.NoError(t, rl.Unlock(ctx))
+	assert.Equal(t, []int64{0, 0, 0}, []int64{count(0), count(1), count(2)}, "levels left after the owner's last Unlock")
 }
