@@ -698,11 +698,10 @@ func (g *group) Unlock(ctx context.Context) error {
 		return nil
 	}
 	ctx = WithOwner(ctx, ownerOf(ctx))
-	// An unlock a master does not answer in time goes on in the
-	// background (the member's renewal, if any, stops when it ends; the
-	// renewal script extends only a field still held).
-	// Whatever ctx: an unlock cut at its op slot would leave the member
-	// held (and renewed).
+	// Whatever ctx (an unlock cut at its op slot would leave the member
+	// held and renewed). An unlock a master does not answer in time goes
+	// on in the background; the member's renewal, if any, stops when it
+	// ends.
 	es := memberCalls(context.WithoutCancel(ctx), g.locks, memberBound, func(ctx context.Context, _ int, l Locker) error { return l.Unlock(ctx) }, lateErr, nil, nil)
 	for _, err := range es {
 		if err == nil {
@@ -769,7 +768,8 @@ func (g *group) HoldContext(ctx context.Context) (context.Context, error) {
 	if g.red {
 		// A member whose check has not answered in time counts as ended
 		// for the life of the group's context: its own is cancelled,
-		// which ends its check and its watch.
+		// which ends its check and its watch (the members' contexts
+		// derive from hctx, so they end with it too).
 		type answer struct {
 			ctx context.Context
 			err error
@@ -779,11 +779,6 @@ func (g *group) HoldContext(ctx context.Context) (context.Context, error) {
 		for i := range g.locks {
 			parents[i], cancels[i] = context.WithCancelCause(mctx)
 		}
-		context.AfterFunc(hctx, func() {
-			for _, c := range cancels {
-				c(nil)
-			}
-		})
 		as := memberCalls(mctx, g.locks, memberBound, func(_ context.Context, i int, l Locker) answer {
 			c, err := l.HoldContext(parents[i])
 			return answer{c, err}
