@@ -64,21 +64,10 @@ func (e *Engine) Close() {
 	e.bg.Wait()
 }
 
-// pause sleeps d, or less when ctx ends (its error) or the engine closes
-// (hold.ErrClosed): a call retried in the background, whose caller stopped
-// waiting, must not outlive its Client by a back-off.
-func (e *Engine) pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-e.closing:
-		return hold.ErrClosed
-	case <-t.C:
-		return nil
-	}
-}
+// pause sleeps d, or less when ctx ends or the engine closes: a call
+// retried in the background, whose caller stopped waiting, must not
+// outlive its Client by a back-off.
+func (e *Engine) pause(ctx context.Context, d time.Duration) error { return sleepOr(ctx, e.closing, d) }
 
 // Closed reports whether Close was called.
 func (e *Engine) Closed() bool {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/goredisson/locks/internal/hold"
 	"github.com/goredisson/locks/internal/names"
 	"github.com/goredisson/locks/scripts"
 )
@@ -113,7 +114,11 @@ func (s *ReplicaSync) Sleep(ctx context.Context) error {
 	return sleep(ctx, d)
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+func sleep(ctx context.Context, d time.Duration) error { return sleepOr(ctx, nil, d) }
+
+// sleepOr sleeps d, or less when ctx ends (its error) or closing is closed
+// (hold.ErrClosed; nil: never).
+func sleepOr(ctx context.Context, closing <-chan struct{}, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -122,6 +127,8 @@ func sleep(ctx context.Context, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-closing:
+		return hold.ErrClosed
 	case <-t.C:
 		return nil
 	}
