@@ -96,13 +96,15 @@ stress: deps-redis
 # fenced, permit-expirable semaphore), every acquisition style of both,
 # SIGKILLs of both languages in turn and CLIENT KILLs of the lock server's
 # pub/sub and command connections, checked by the sequence-number interval
-# checker (stress/verify.go). Three legs: a standalone Redis with stalls
+# checker (stress/verify.go). Four legs: a standalone Redis with stalls
 # of all traffic to it (a TCP proxy) and restarts of it (empty); a
 # Sentinel group (master, 2 replicas, 3 Sentinels) with forced failovers;
 # a cluster (3 masters, 3 replicas) with manual failovers and migrations
 # of a hot name's slot; Valkey. Alongside them, 100,000 locks held with
 # the watchdog for 10 minutes and a Redis restart (--long-holds).
 # 12 + 5 + 5 + 5 minutes and the start and stop of each: under 30 minutes.
+# Every leg runs even after one failed; a failed leg keeps its workers'
+# records (stress prints where).
 SOAK_DURATION ?= 12m
 SOAK_SENTINEL_DURATION ?= 5m
 SOAK_CLUSTER_DURATION ?= 5m
@@ -115,10 +117,11 @@ soak: deps
 	@mkdir -p bin
 	$(GO) build -o bin/stress ./stress
 	bin/stress --long-holds 100000 --duration 10m --watchdog 30s > bin/soak-longholds.log 2>&1 & lh=$$!; \
-	bin/stress --duration $(SOAK_DURATION) $(SOAK_FLAGS) $(SOAK_STANDALONE_FLAGS) && \
-	bin/stress --duration $(SOAK_SENTINEL_DURATION) $(SOAK_FLAGS) $(SOAK_SENTINEL_FLAGS) && \
-	bin/stress --duration $(SOAK_CLUSTER_DURATION) $(SOAK_FLAGS) $(SOAK_CLUSTER_FLAGS) && \
-	PATH="$(VALKEY_BIN):$$PATH" REDISTEST_FLAVOR=valkey bin/stress --duration $(SOAK_VALKEY_DURATION) $(SOAK_FLAGS) $(SOAK_STANDALONE_FLAGS); rc=$$?; \
+	rc=0; \
+	echo "--- leg 1: standalone"; bin/stress --duration $(SOAK_DURATION) $(SOAK_FLAGS) $(SOAK_STANDALONE_FLAGS) || rc=1; \
+	echo "--- leg 2: Sentinel"; bin/stress --duration $(SOAK_SENTINEL_DURATION) $(SOAK_FLAGS) $(SOAK_SENTINEL_FLAGS) || rc=1; \
+	echo "--- leg 3: cluster"; bin/stress --duration $(SOAK_CLUSTER_DURATION) $(SOAK_FLAGS) $(SOAK_CLUSTER_FLAGS) || rc=1; \
+	echo "--- leg 4: Valkey"; PATH="$(VALKEY_BIN):$$PATH" REDISTEST_FLAVOR=valkey bin/stress --duration $(SOAK_VALKEY_DURATION) $(SOAK_FLAGS) $(SOAK_STANDALONE_FLAGS) || rc=1; \
 	wait $$lh; lrc=$$?; echo "--- long holds (alongside):"; cat bin/soak-longholds.log; \
 	[ $$rc -eq 0 ] && [ $$lrc -eq 0 ]
 

@@ -363,7 +363,7 @@ func cliMain(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&c.RedLock, "redlock", 0, "use RedLocks over this many (>= 3) independent masters that the run kills and restarts empty")
 	fs.DurationVar(&c.RestartEvery, "restart-every", 4*time.Second, "with --redlock: mean time between master restarts (0: none); each stays down for the longest lease first")
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: random)")
-	fs.BoolVar(&c.KeepDir, "keep", false, "keep the workers' record files and print their directory")
+	fs.BoolVar(&c.KeepDir, "keep", false, "keep the workers' record files and print their directory (a failed run keeps them anyway)")
 	longHolds := fs.Int("long-holds", 0, "instead of workers: hold this many locks with the watchdog for --duration in this process (--watchdog sets the timeout), then restart Redis; checks memory, goroutines, renewal calls and the loss reports")
 	fs.IntVar(&c.Java, "java", 0, "also run this many JVM workers (Redisson, every acquisition style) on the same names")
 	javaVersions := fs.String("java-versions", "4.7.0,3.52.0", "with --java: the Redisson versions, taking turns")
@@ -539,6 +539,9 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "Redisson unlocks that found the lock not held within %v of a CLIENT KILL: %d; overlaps with such a section (Redisson reported an acquisition it did not hold; not counted as violations): %d\n",
 			javaConnWindow, r.RedissonUnheld, r.RedissonPhantomOverlaps)
 	}
+	if r.RedissonUnheldExpired > 0 {
+		fmt.Fprintf(w, "Redisson unlocks that found the lock not held (or the permit gone) after the hold's lease could have run out: %d\n", r.RedissonUnheldExpired)
+	}
 	if len(r.RedissonUnlockRetries) > 0 {
 		fmt.Fprintf(w, "Redisson unlocks tried again after a failed unlock (gone: it had run or the hold had run out; released: the hold was still there): %s\n", sortedCounts(r.RedissonUnlockRetries))
 	}
@@ -639,11 +642,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.KeepDir {
-		rep.Dir = dir
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	// The records stay for a run that failed, to explain it (make soak
+	// runs without --keep), and with --keep.
+	rep.Dir = dir
+	defer func() {
+		if !cfg.KeepDir && rep.OK() {
+			os.RemoveAll(dir)
+			rep.Dir = ""
+		}
+	}()
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	run := hex.EncodeToString(id[:])

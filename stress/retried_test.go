@@ -26,3 +26,26 @@ func TestReadRecordsCountsUnlockRetries(t *testing.T) {
 	require.Len(t, v.Problems, 1)
 	require.Contains(t, v.Problems[0], "still holds name 4")
 }
+
+// A Java unlock that found the lock not held is excused when the worker
+// saw the hold's fixed lease could have run out by the unlock's return
+// (lost); without that, and away from any fault, it is an unlock error
+// whose problem line gives the section's times.
+func TestReadRecordsJavaUnheldAfterLease(t *testing.T) {
+	const imse = "java.lang.IllegalMonitorStateException: attempt to unlock lock, not locked by current thread"
+	out := filepath.Join(t.TempDir(), "worker-3-0.jsonl")
+	require.NoError(t, os.WriteFile(out, []byte(`{"k":"B","g":0,"n":2,"s1":5,"t0":1000000000,"tb":1100000000,"lease":2000,"st":"locklease"}
+{"k":"E","g":0,"n":2,"s1":5,"s2":6,"te":1200000000}
+{"k":"U","t":3300000000,"g":0,"n":2,"s1":5,"lost":true,"err":"`+imse+`"}
+{"k":"B","g":1,"n":3,"s1":7,"t0":4000000000,"tb":4100000000,"lease":2000,"wd":true,"st":"lock"}
+{"k":"E","g":1,"n":3,"s1":7,"s2":8,"te":4200000000}
+{"k":"U","t":4300000000,"g":1,"n":3,"s1":7,"err":"`+imse+`"}
+`), 0o600))
+	var v Verdict
+	_, err := readRecords([]procResult{{proc: proc{3, 0}, Out: out, Lang: "java-4.7.0"}}, &v)
+	require.NoError(t, err)
+	require.Equal(t, 1, v.RedissonUnheldExpired)
+	require.Equal(t, 1, v.UnlockErrors)
+	require.Len(t, v.Problems, 1)
+	require.Contains(t, v.Problems[0], "unlock of section 7 (lock, watchdog 2000ms: acquire began 300ms before the unlock returned, the section entered 200ms before it, ended 100ms before it)")
+}

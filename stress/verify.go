@@ -90,6 +90,11 @@ type Verdict struct {
 	// acquisition it did not hold. Both are Redisson's behaviour under
 	// cut connections (Java-only runs show them too), reported apart.
 	RedissonUnheld, RedissonPhantomOverlaps int
+	// RedissonUnheldExpired counts Java unlocks that found the lock not
+	// held (or the permit gone) when the hold's fixed lease may have run
+	// out by the time the unlock returned, as the worker measured it (the
+	// U record's Lost): "not held" is then the right answer.
+	RedissonUnheldExpired int
 	// RedissonUnlockRetries counts, by outcome, the Java workers' second
 	// tries after an unlock that failed with its outcome unknown (the H
 	// records): "gone" (the failed unlock had run, or the hold ran out
@@ -405,6 +410,21 @@ func notHeldErr(err string) bool {
 
 const maxProblems = 20
 
+// unlockTiming is timing for a JVM worker's U record (which carries only
+// its end, t): the times of its section.
+func (s *section) unlockTiming(t int64) string {
+	if s.T0 == 0 || s.TE == 0 {
+		return ""
+	}
+	d := func(a, b int64) time.Duration { return time.Duration(b - a).Round(time.Millisecond) }
+	lease := "watchdog"
+	if !s.WD {
+		lease = "lease"
+	}
+	return fmt.Sprintf(" (%s, %s %dms: acquire began %v before the unlock returned, the section entered %v before it, ended %v before it)",
+		s.St, lease, s.Lease, d(s.T0, t), d(s.TB, t), d(s.TE, t))
+}
+
 // timing describes a U record's times, where the worker recorded them.
 func (r record) timing() string {
 	if r.TE == 0 || r.T0 == 0 {
@@ -567,11 +587,19 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 					v.RedissonUnheld++
 					continue
 				}
+				if p.Lang != "" && r.Lost && notHeldErr(r.Err) {
+					v.RedissonUnheldExpired++
+					continue
+				}
 				if v.restartError(p, r) || v.javaConnError(p, r) || v.javaTopologyError(p, r) {
 					continue
 				}
 				v.UnlockErrors++
-				v.problem("%s goroutine %d: unlock of section %d%s: %s", p.proc, r.G, r.S1, r.timing(), r.Err)
+				timing := r.timing()
+				if s := ended[key{p.proc, r.N, r.S1}]; timing == "" && s != nil {
+					timing = s.unlockTiming(r.T)
+				}
+				v.problem("%s goroutine %d: unlock of section %d%s: %s", p.proc, r.G, r.S1, timing, r.Err)
 			case "H":
 				if v.RedissonUnlockRetries == nil {
 					v.RedissonUnlockRetries = make(map[string]int)

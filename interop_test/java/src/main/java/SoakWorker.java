@@ -77,6 +77,20 @@ public final class SoakWorker {
         return now.getEpochSecond() * 1_000_000_000L + now.getNano();
     }
 
+    /**
+     * An exception and its causes ("A: m; caused by B: m2"): Redisson wraps a
+     * closed channel or a timeout in a RedisException whose own message says
+     * only "Unexpected exception while processing command".
+     */
+    private static String describe(Throwable t) {
+        StringBuilder b = new StringBuilder(t.toString());
+        Throwable c = t.getCause();
+        for (int i = 0; c != null && c != t && i < 5; i++, c = c.getCause()) {
+            b.append("; caused by ").append(c);
+        }
+        return b.toString();
+    }
+
     private static String quote(String s) {
         StringBuilder b = new StringBuilder("\"");
         for (char c : s.toCharArray()) {
@@ -340,7 +354,7 @@ public final class SoakWorker {
                 if (stop) {
                     return;
                 }
-                emit("{\"k\":\"X\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"err\":" + quote("acquire (" + nm.kind + " " + gr.st + "): " + t) + "}");
+                emit("{\"k\":\"X\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"err\":" + quote("acquire (" + nm.kind + " " + gr.st + "): " + describe(t)) + "}");
                 continue;
             }
             long lease = gr.wd ? watchdogMs : leaseMs;
@@ -369,7 +383,7 @@ public final class SoakWorker {
                 s1 = sk.incrementAndGet();
             } catch (Throwable t) {
                 emit("{\"k\":\"X\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"err\":" + quote("INCR: " + t) + "}");
-                release(gr, g, n, 0);
+                release(gr, g, n, 0, Long.MAX_VALUE);
                 return;
             }
             emit("{\"k\":\"B\",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1 + ",\"t0\":" + t0 + ",\"tb\":" + tb
@@ -388,19 +402,24 @@ public final class SoakWorker {
                 s2 = sk.incrementAndGet();
             } catch (Throwable t) {
                 emit("{\"k\":\"X\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"err\":" + quote("INCR: " + t) + "}");
-                release(gr, g, n, s1);
+                release(gr, g, n, s1, expiresNs);
                 return;
             }
             long te = wallNanos();
             boolean lost = System.nanoTime() >= expiresNs;
             emit("{\"k\":\"E\",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1 + ",\"s2\":" + s2 + ",\"te\":" + te
                 + (lost ? ",\"lost\":true" : "") + "}");
-            release(gr, g, n, s1);
+            release(gr, g, n, s1, expiresNs);
         }
     }
 
-    /** Unlocks the lock, or releases the permit, of a grant. */
-    private static void release(Grant gr, int g, int n, long s1) {
+    /**
+     * Unlocks the lock, or releases the permit, of a grant. expiresNs is when its
+     * fixed lease may have run out (System.nanoTime; Long.MAX_VALUE: never): a
+     * failed unlock's U record says (lost) whether that time had come when the
+     * unlock returned, for a "not held" answer is then the right one.
+     */
+    private static void release(Grant gr, int g, int n, long s1, long expiresNs) {
         if (UNSAFE) {
             return;
         }
@@ -412,7 +431,9 @@ public final class SoakWorker {
             }
             return;
         } catch (Throwable t) {
-            emit("{\"k\":\"U\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1 + ",\"err\":" + quote(t.toString()) + "}");
+            boolean lost = System.nanoTime() >= expiresNs;
+            emit("{\"k\":\"U\",\"t\":" + wallNanos() + ",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1
+                + (lost ? ",\"lost\":true" : "") + ",\"err\":" + quote(describe(t)) + "}");
             if (t instanceof IllegalMonitorStateException) {
                 return; // not held: the outcome is known
             }
