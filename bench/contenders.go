@@ -616,6 +616,66 @@ func (m *rueidisLockM) Unlock(context.Context) error {
 	return nil
 }
 
+// RedLockLimitPairs is RedLockPairs for the bare scripts: the limit
+// contender's Lock and Unlock on each of the first n of addrs, sent at once
+// from one goroutine per master (a WaitGroup per step), with no bookkeeping,
+// no bound and no validity check: what n concurrent script calls cost on
+// this machine, the floor of any RedLock of Redisson's lock.
+func RedLockLimitPairs(addrs []string, n int, warm, dur time.Duration) Result {
+	if n < 1 || n > len(addrs) {
+		return Result{Error: fmt.Sprintf("redlock: %d members of %d masters", n, len(addrs))}
+	}
+	var members []Mutex
+	for _, a := range addrs[:n] {
+		c, err := newLimit(Config{Addr: a})
+		if err != nil {
+			return Result{Error: err.Error()}
+		}
+		defer c.Close()
+		members = append(members, c.NewMutex("redlock:limit", 1))
+	}
+	ctx := context.Background()
+	errs := make([]error, n)
+	all := func(f func(m Mutex) error) error {
+		if n == 1 {
+			return f(members[0])
+		}
+		var wg sync.WaitGroup
+		for i, m := range members {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = f(m)
+			}()
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
+	lock := func(m Mutex) error { return m.Lock(ctx) }
+	unlock := func(m Mutex) error { return m.Unlock(ctx) }
+	var h Hist
+	var ops int64
+	measureFrom := time.Now().Add(warm)
+	for {
+		t := time.Now()
+		if t.After(measureFrom.Add(dur)) {
+			break
+		}
+		if err := all(lock); err != nil {
+			return Result{Error: "lock: " + err.Error()}
+		}
+		if err := all(unlock); err != nil {
+			return Result{Error: "unlock: " + err.Error()}
+		}
+		if t.After(measureFrom) {
+			h.Add(time.Since(t))
+			ops++
+		}
+	}
+	return Result{OK: true, Ops: ops, Seconds: dur.Seconds(), Rate: float64(ops) / dur.Seconds(),
+		P50us: us(h.Quantile(0.5)), P99us: us(h.Quantile(0.99))}
+}
+
 // RedLockPairs runs, on one goroutine, acquire+release pairs of a RedLock
 // over the first n of addrs (one rlock Client per independent master; n
 // == 1: that member's plain Lock alone), warm first, then dur measured.

@@ -259,7 +259,7 @@ func run(o options) error {
 		}
 		if o.scenarios["redlock"] && len(r.masters) > 0 {
 			for _, n := range redlockSizes {
-				for _, c := range rotate(latchContenders(o), round) {
+				for _, c := range rotate(redlockContenders(o), round) {
 					r.runOne("redlock", n, c)
 				}
 			}
@@ -391,6 +391,19 @@ func semContenders(o options) []string {
 
 func latchContenders(o options) []string {
 	out := []string{"rlock"}
+	if has(o.contenders, "redisson") {
+		out = append(out, "redisson")
+	}
+	return out
+}
+
+// redlockContenders: rlock, the bare scripts (the floor of n concurrent
+// script calls on this machine) and Redisson.
+func redlockContenders(o options) []string {
+	out := []string{"rlock"}
+	if has(o.contenders, "limit") {
+		out = append(out, "limit")
+	}
 	if has(o.contenders, "redisson") {
 		out = append(out, "redisson")
 	}

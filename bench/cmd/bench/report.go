@@ -794,10 +794,10 @@ func (r *runner) writeRedLock(w func(string, ...any)) {
 		return
 	}
 	w("## RedLock over independent masters\n\n")
-	w("One goroutine (thread) locks and unlocks a RedLock (`NewRedLock` of `Lock(name)` on one Client per master; Redisson `new RedissonRedLock(getLock(name)...)`, one RedissonClient per master) over 3 and 5 redis-servers on this machine, beside one member's plain lock (1 master). The members are reached concurrently in Go, one after another in Redisson.\n\n")
+	w("One goroutine (thread) locks and unlocks a RedLock (`NewRedLock` of `Lock(name)` on one Client per master; Redisson `new RedissonRedLock(getLock(name)...)`, one RedissonClient per master) over 3 and 5 redis-servers on this machine, beside one member's plain lock (1 master). The members are reached concurrently in Go, one after another in Redisson. The bare scripts (the limit) send the plain lock's Lua to every master at once, one goroutine per master and no bookkeeping: their ratio is the floor of concurrent calls on this machine, where the masters and the client share 2 cores.\n\n")
 	w("| contender | masters | pairs/s | p50 | p99 | p50 ÷ one member's (target ≤ 1.5 at 3) |\n|---|---|---|---|---|---|\n")
 	p99 := func(x bench.Result) float64 { return x.P99us }
-	for _, c := range latchContenders(r.o) {
+	for _, c := range redlockContenders(r.o) {
 		one := r.med(key("redlock", 1, c), p50)
 		for _, n := range redlockSizes {
 			k := key("redlock", n, c)

@@ -110,6 +110,9 @@ func workerMain(args []string) {
 			defer a.Close()
 			return bench.S2Min(c1, c2, a, prefix+"lock", *conc, *warm, *dur, *maxDur, *minAcq, *cs)
 		case "redlock":
+			if *contender == "limit" {
+				return bench.RedLockLimitPairs(strings.Split(*addrs, ","), *conc, *warm, *dur)
+			}
 			return bench.RedLockPairs(strings.Split(*addrs, ","), *conc, *warm, *dur)
 		case "latch":
 			c, err := bench.New("rlock", cfg)
