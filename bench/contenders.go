@@ -651,8 +651,14 @@ func RedLockLimitPairs(addrs []string, n int, warm, dur time.Duration) Result {
 		wg.Wait()
 		return errors.Join(errs...)
 	}
-	lock := func(m Mutex) error { return m.Lock(ctx) }
-	unlock := func(m Mutex) error { return m.Unlock(ctx) }
+	return serialPairs(warm, dur,
+		func() error { return all(func(m Mutex) error { return m.Lock(ctx) }) },
+		func() error { return all(func(m Mutex) error { return m.Unlock(ctx) }) })
+}
+
+// serialPairs runs lock+unlock pairs on the calling goroutine for warm, then
+// for dur measured, and reports their rate and latency.
+func serialPairs(warm, dur time.Duration, lock, unlock func() error) Result {
 	var h Hist
 	var ops int64
 	measureFrom := time.Now().Add(warm)
@@ -661,10 +667,10 @@ func RedLockLimitPairs(addrs []string, n int, warm, dur time.Duration) Result {
 		if t.After(measureFrom.Add(dur)) {
 			break
 		}
-		if err := all(lock); err != nil {
+		if err := lock(); err != nil {
 			return Result{Error: "lock: " + err.Error()}
 		}
-		if err := all(unlock); err != nil {
+		if err := unlock(); err != nil {
 			return Result{Error: "unlock: " + err.Error()}
 		}
 		if t.After(measureFrom) {
@@ -702,26 +708,5 @@ func RedLockPairs(addrs []string, n int, warm, dur time.Duration) Result {
 		l = rlock.NewRedLock(members...)
 	}
 	ctx := context.Background()
-	var h Hist
-	var ops int64
-	start := time.Now()
-	measureFrom := start.Add(warm)
-	for {
-		t := time.Now()
-		if t.After(measureFrom.Add(dur)) {
-			break
-		}
-		if err := l.Lock(ctx); err != nil {
-			return Result{Error: "lock: " + err.Error()}
-		}
-		if err := l.Unlock(ctx); err != nil {
-			return Result{Error: "unlock: " + err.Error()}
-		}
-		if t.After(measureFrom) {
-			h.Add(time.Since(t))
-			ops++
-		}
-	}
-	return Result{OK: true, Ops: ops, Seconds: dur.Seconds(), Rate: float64(ops) / dur.Seconds(),
-		P50us: us(h.Quantile(0.5)), P99us: us(h.Quantile(0.99))}
+	return serialPairs(warm, dur, func() error { return l.Lock(ctx) }, func() error { return l.Unlock(ctx) })
 }

@@ -410,19 +410,11 @@ func notHeldErr(err string) bool {
 
 const maxProblems = 20
 
-// unlockTiming is timing for a JVM worker's U record (which carries only
-// its end, t): the times of its section.
+// unlockTiming is timing for a JVM worker's U record, which carries only
+// the unlock's end (t): the section's end stands for the unlock's start
+// (the worker unlocks right after it).
 func (s *section) unlockTiming(t int64) string {
-	if s.T0 == 0 || s.TE == 0 {
-		return ""
-	}
-	d := func(a, b int64) time.Duration { return time.Duration(b - a).Round(time.Millisecond) }
-	lease := "watchdog"
-	if !s.WD {
-		lease = "lease"
-	}
-	return fmt.Sprintf(" (%s, %s %dms: acquire began %v before the unlock returned, the section entered %v before it, ended %v before it)",
-		s.St, lease, s.Lease, d(s.T0, t), d(s.TB, t), d(s.TE, t))
+	return record{T0: s.T0, TB: s.TB, TE: s.TE, T: t, St: s.St, Lease: s.Lease, WD: s.WD}.timing()
 }
 
 // timing describes a U record's times, where the worker recorded them.
