@@ -643,10 +643,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	// The records stay for a run that failed, to explain it (make soak
-	// runs without --keep), and with --keep.
+	// runs without --keep), and with --keep; not for --unsafe, whose runs
+	// fail by design (the tests of the checker).
 	rep.Dir = dir
 	defer func() {
-		if !cfg.KeepDir && rep.OK() {
+		if !cfg.KeepDir && (rep.OK() || cfg.Unsafe) {
 			os.RemoveAll(dir)
 			rep.Dir = ""
 		}
