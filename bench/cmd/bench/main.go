@@ -233,7 +233,7 @@ func run(o options) error {
 					r.runOne("s1", conc, c)
 				}
 			}
-			for _, c := range rotate(s5Contenders(o), round) {
+			for _, c := range rotate(rlockAnd(o, "redisson"), round) {
 				r.runOne("s5", 16, c)
 			}
 		}
@@ -253,13 +253,13 @@ func run(o options) error {
 			for _, c := range rotate(semContenders(o), round) {
 				r.runOne("s2", 16, c)
 			}
-			for _, c := range rotate(latchContenders(o), round) {
+			for _, c := range rotate(rlockAnd(o, "redisson"), round) {
 				r.runOne("latch", latchAwaiters, c)
 			}
 		}
 		if o.scenarios["redlock"] && len(r.masters) > 0 {
 			for _, n := range redlockSizes {
-				for _, c := range rotate(redlockContenders(o), round) {
+				for _, c := range rotate(rlockAnd(o, "limit", "redisson"), round) {
 					r.runOne("redlock", n, c)
 				}
 			}
@@ -389,31 +389,16 @@ func semContenders(o options) []string {
 	return out
 }
 
-func latchContenders(o options) []string {
+// rlockAnd returns rlock and those of peers that the run's -contenders
+// include, in that order: the latch and S5 compare rlock with Redisson,
+// the RedLock with the bare scripts (the floor of n concurrent script
+// calls on this machine) and Redisson.
+func rlockAnd(o options, peers ...string) []string {
 	out := []string{"rlock"}
-	if has(o.contenders, "redisson") {
-		out = append(out, "redisson")
-	}
-	return out
-}
-
-// redlockContenders: rlock, the bare scripts (the floor of n concurrent
-// script calls on this machine) and Redisson.
-func redlockContenders(o options) []string {
-	out := []string{"rlock"}
-	if has(o.contenders, "limit") {
-		out = append(out, "limit")
-	}
-	if has(o.contenders, "redisson") {
-		out = append(out, "redisson")
-	}
-	return out
-}
-
-func s5Contenders(o options) []string {
-	out := []string{"rlock"}
-	if has(o.contenders, "redisson") {
-		out = append(out, "redisson")
+	for _, p := range peers {
+		if has(o.contenders, p) {
+			out = append(out, p)
+		}
 	}
 	return out
 }

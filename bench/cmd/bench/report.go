@@ -678,7 +678,7 @@ func (r *runner) writeFamily(w func(string, ...any)) {
 	w("\nWhere rlock misses 2× Redisson (one goroutine), the column \"bare ÷ Redisson\" says why: a pair is two round trips (PING p50 is in S2) plus the scripts' run time on Redis, for every client; the bare scripts themselves stay below 2× Redisson there, so no client of these scripts can reach it on this loopback. From 16 goroutines on, where round trips overlap, rlock is 3.5-5× Redisson.\n")
 	w("\nS5, the writer hand-off under %d readers: %d goroutines (threads) each take and release the read lock of one name and pause %v; one writer takes and releases its write lock and pauses %v. The table shows how long the writer waits for each grant, and how many read pairs got through. No lock of the family is fair (Redisson's neither): the writer gets in when the readers leave a gap, woken by the last reader's unlock message.\n\n", 16, 16, bench.ReaderPause, bench.WriterPause)
 	w("| contender | write grants/s | writer wait p50 | writer wait p99 | read pairs/s |\n|---|---|---|---|---|\n")
-	for _, c := range s5Contenders(o) {
+	for _, c := range rlockAnd(o, "redisson") {
 		k := key("s5", 16, c)
 		w("| %s | %s | %s | %s | %s |\n", display(c), r.med(k, rate).cell(num), r.med(k, p50).cell(lat),
 			r.med(k, func(x bench.Result) float64 { return x.P99us }).cell(lat), r.med(k, ext("read_pairs_per_s")).cell(num))
@@ -768,7 +768,7 @@ func (r *runner) writeSync(w func(string, ...any)) {
 	ext := func(name string) func(bench.Result) float64 {
 		return func(x bench.Result) float64 { return x.Ext[name] }
 	}
-	for _, c := range latchContenders(o) {
+	for _, c := range rlockAnd(o, "redisson") {
 		k := key("latch", latchAwaiters, c)
 		subs := r.med(k, ext("subs"))
 		sub := "not measured"
@@ -797,7 +797,7 @@ func (r *runner) writeRedLock(w func(string, ...any)) {
 	w("One goroutine (thread) locks and unlocks a RedLock (`NewRedLock` of `Lock(name)` on one Client per master; Redisson `new RedissonRedLock(getLock(name)...)`, one RedissonClient per master) over 3 and 5 redis-servers on this machine, beside one member's plain lock (1 master). The members are reached concurrently in Go, one after another in Redisson. The bare scripts (the limit) send the plain lock's Lua to every master at once, one goroutine per master and no bookkeeping: their ratio is the floor of concurrent calls on this machine, where the masters and the client share 2 cores.\n\n")
 	w("| contender | masters | pairs/s | p50 | p99 | p50 ÷ one member's (target ≤ 1.5 at 3) |\n|---|---|---|---|---|---|\n")
 	p99 := func(x bench.Result) float64 { return x.P99us }
-	for _, c := range redlockContenders(r.o) {
+	for _, c := range rlockAnd(r.o, "limit", "redisson") {
 		one := r.med(key("redlock", 1, c), p50)
 		for _, n := range redlockSizes {
 			k := key("redlock", n, c)
