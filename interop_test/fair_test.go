@@ -47,7 +47,10 @@ func done(c *call, d time.Duration) bool {
 
 // testFairFIFO: a holder, then waiters queued alternately from the two
 // sides: they get the lock in queue order, each woken at once on its own
-// channel (the lock's TTL is 30 s), and the queue ends empty.
+// channel (the lock's TTL is 30 s), each grant pulls every reservation
+// behind it forward by exactly the wait (5 min on both sides; the Go
+// grant writes them with one ZADD, Redisson with a ZINCRBY each: the
+// scores must be the same doubles), and the queue ends empty.
 func (f *fixture) testFairFIFO(t *testing.T) {
 	f.runPairs(t, 0, nil, func(t *testing.T, a, b side, name string) {
 		ctx := scenarioCtx(t)
@@ -66,6 +69,8 @@ func (f *fixture) testFairFIFO(t *testing.T) {
 				"no waiter subscribed to its own channel %s", ch)
 		}
 		assert.Zero(t, numsub(t, f.raw, rlock.ChannelName(name), false), "fair waiters never use the shared channel")
+		_, reserved := f.fairQueue(t, name)
+		const wait = float64(rlock.DefaultFairLockWaitTimeout / time.Millisecond)
 		released := time.Now()
 		require.NoError(t, h.unlock(ctx, kindFair, name))
 		for i, w := range ws {
@@ -75,6 +80,12 @@ func (f *fixture) testFairFIFO(t *testing.T) {
 			for j := i + 1; j < len(ws); j++ {
 				assert.False(t, done(calls[j], 0), "waiter %d (%s) got the lock before waiter %d (%s)", j, ws[j], i, w)
 			}
+			q, now := f.fairQueue(t, name)
+			require.Len(t, q, len(ws)-i-1, "the queue after grant %d", i)
+			for _, fld := range q {
+				assert.Equal(t, reserved[fld]-wait, now[fld], "%s's grant moved %s's reservation by %v, not by the wait", w, fld, reserved[fld]-now[fld])
+			}
+			reserved = now
 			released = time.Now()
 			require.NoError(t, w.unlock(ctx, kindFair, name))
 		}

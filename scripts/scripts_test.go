@@ -248,3 +248,43 @@ func TestExplainDeniedCommand(t *testing.T) {
 		t.Error("the result does not wrap the error")
 	}
 }
+
+// The fair grant pulls every other reservation forward by the wait with
+// ZADDs of 1000 members each, where Redisson sends a ZINCRBY per waiter:
+// the scores must come out as the same doubles (compared with a copy moved
+// by ZINCRBY), over more than one batch.
+func TestFairGrantScoresAsZincrby(t *testing.T) {
+	srv, rc := setup(t)
+	ctx := context.Background()
+	const (
+		queue    = "redisson_lock_queue:{res}"
+		timeouts = "redisson_lock_timeout:{res}"
+		copyKey  = "copy:{res}"
+		wait     = "300000"
+		n        = 2501
+	)
+	do(t, srv, "RPUSH", queue, owner)
+	do(t, srv, "ZADD", timeouts, "1e12", owner)
+	for i := range n {
+		m, score := fmt.Sprintf("w%d", i), fmt.Sprintf("%.17g", 1e12+float64(i)*1234.567891234+0.1)
+		do(t, srv, "RPUSH", queue, m)
+		do(t, srv, "ZADD", timeouts, score, m)
+		do(t, srv, "ZADD", copyKey, score, m)
+	}
+	got, err := scripts.FairAcquire.Exec(ctx, rc, []string{key, queue, timeouts, fence1},
+		[]string{"30000", owner, "0", "60000", wait, "1000", "q"}).AsInt64()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, got, "the head takes the lock")
+	for i := range n {
+		do(t, srv, "ZINCRBY", copyKey, "-"+wait, fmt.Sprintf("w%d", i))
+	}
+	want, err := do(t, srv, "ZRANGE", copyKey, "0", "-1", "WITHSCORES").AsZScores()
+	require.NoError(t, err)
+	have, err := do(t, srv, "ZRANGE", timeouts, "0", "-1", "WITHSCORES").AsZScores()
+	require.NoError(t, err)
+	require.Len(t, have, n, "the granted owner's reservation is gone, the others stay")
+	assert.Equal(t, want, have, "the same members and the same doubles")
+	q, err := do(t, srv, "LLEN", queue).AsInt64()
+	require.NoError(t, err)
+	assert.EqualValues(t, n, q)
+}
