@@ -32,8 +32,7 @@
 --           (Redisson replies with the error NON_REENTRANT_REACQUIRE)
 --
 -- The data it writes is exactly Redisson's: the stale cleanup, the grant
--- that pops the head and pulls every other reservation forward by ARGV[5]
--- (one ZADD where Redisson sends a ZINCRBY per waiter: the same scores),
+-- that pops the head and pulls every other reservation forward by ARGV[5],
 -- re-entry, and the enqueue whose reservation is the last waiter's (or the
 -- lock's PTTL) plus ARGV[5]. Queueing again is a no-op (the waiter keeps
 -- its place), but the grant is not idempotent: a lost reply is settled
@@ -59,20 +58,9 @@ if redis.call('exists', KEYS[1]) == 0 then
         redis.call('pexpire', KEYS[1], ARGV[1])
         redis.call('lpop', KEYS[2])
         redis.call('zrem', KEYS[3], ARGV[2])
-        -- Every other reservation moves forward by the wait: Redisson's
-        -- ZINCRBY per waiter, written as one ZADD per 1000 waiters (the
-        -- same doubles: score - wait, printed so that they read back
-        -- exactly), so that a long queue costs Redis one command, not one
-        -- per waiter.
-        local waiting = redis.call('zrange', KEYS[3], 0, -1, 'withscores')
-        local args = {}
-        for i = 1, #waiting, 2 do
-            args[#args + 1] = string.format('%.17g', tonumber(waiting[i + 1]) - wait)
-            args[#args + 1] = waiting[i]
-            if #args == 2000 or i + 1 == #waiting then
-                redis.call('zadd', KEYS[3], unpack(args))
-                args = {}
-            end
+        local waiting = redis.call('zrange', KEYS[3], 0, -1)
+        for i = 1, #waiting do
+            redis.call('zincrby', KEYS[3], -wait, waiting[i])
         end
         redis.call('hset', KEYS[1], ARGV[2], 1)
         redis.call('pexpire', KEYS[1], ARGV[1])
