@@ -20,7 +20,10 @@
 // being listened to, its subscription lingers on the connection (its
 // messages are dropped), and the connection is closed once no channel on it
 // has waiters; a connection that served ChannelsPerConn channels takes no
-// new ones. When a connection breaks, or the server drops a subscription (a
+// new ones. A channel whose last waiter leaves stays listened to for
+// Linger (unless its connection broke), messages waking nobody, so that a waiter coming back to it soon (the next contended Lock
+// of a name, a fair lock's waiter on its own channel every time it waits)
+// finds it subscribed and needs no SUBSCRIBE round trip. When a connection breaks, or the server drops a subscription (a
 // sharded channel whose slot moved), its channels subscribe again on
 // another connection and wake every waiter, since messages may have been
 // lost in between. A SUBSCRIBE refused for the topology's sake (MOVED:
@@ -65,6 +68,10 @@ const subscribeBound = 3 * time.Second
 // connection does not learn of that by itself).
 const probeEvery = time.Second
 
+// DefaultLinger is how long a channel stays subscribed after its last
+// waiter left (see SetLinger).
+const DefaultLinger = time.Second
+
 // Hub multiplexes channel subscriptions for one rueidis client. It is safe
 // for concurrent use.
 type Hub struct {
@@ -86,6 +93,20 @@ type Hub struct {
 	stopFn   context.CancelFunc
 
 	parked atomic.Int64 // waiters inside Sub.Wait, for Parked
+
+	linger time.Duration // see SetLinger; guarded by mu
+}
+
+// SetLinger sets how long a channel stays subscribed after its last waiter
+// left (DefaultLinger; 0: it goes at once). A Subscribe in that time shares
+// the live subscription and returns without a round trip. A lingering
+// channel keeps its connection open as a waiting one does, so the Hub's
+// connections are those of the channels waited on within the linger time.
+// Channels on a broken connection do not linger.
+func (h *Hub) SetLinger(d time.Duration) {
+	h.mu.Lock()
+	h.linger = max(d, 0)
+	h.mu.Unlock()
 }
 
 // New returns a Hub that subscribes through client; with sharded it uses
@@ -95,7 +116,7 @@ func New(client rueidis.Client, sharded bool, log *slog.Logger) *Hub {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Hub{client: client, sharded: sharded, log: log, entries: make(map[string]*entry), conns: make(map[uint16][]*conn)}
+	h := &Hub{client: client, sharded: sharded, log: log, entries: make(map[string]*entry), conns: make(map[uint16][]*conn), linger: DefaultLinger}
 	h.cluster = client.Mode() == rueidis.ClientModeCluster
 	h.gone, h.markGone = context.WithCancel(context.Background())
 	h.stop, h.stopFn = context.WithCancel(context.Background())
@@ -142,6 +163,10 @@ type entry struct {
 	// guarded by hub.mu
 	refs    int
 	closing bool
+	conn    *conn       // the connection of the current receive, if any
+	idleAt  time.Time   // when refs last fell to 0 (it lingers: see SetLinger)
+	idle    *time.Timer // ends a lingering entry; made on its first linger
+	live    atomic.Bool // its SUBSCRIBE was confirmed once (ready, no error)
 
 	policy policy // how a message wakes waiters, by the channel's kind
 
@@ -225,21 +250,72 @@ func (h *Hub) start(channel string) *entry {
 	return e
 }
 
-// Release gives the share back. The last Release of a channel unsubscribes.
-// Release is idempotent.
+// Release gives the share back. After the last Release of a channel it
+// lingers, still subscribed, for the Hub's linger time (see SetLinger), and
+// then unsubscribes. Release is idempotent.
 func (s *Sub) Release() {
 	h := s.e.hub
+	e := s.e
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if s.done {
+		h.mu.Unlock()
 		return
 	}
 	s.done = true
-	s.e.refs--
-	if s.e.refs == 0 && !s.e.closing {
-		s.e.closing = true
-		s.e.cancel()
+	if !e.release() {
+		h.mu.Unlock()
+		return
 	}
+	h.mu.Unlock()
+	// It lingers: a wake kept for a share that has left is nobody's (the
+	// next waiter's attempt, after its Subscribe, sees whatever the
+	// message was about). Lock order: e.mu, then h.mu.
+	e.mu.Lock()
+	h.mu.Lock()
+	if e.refs == 0 && !e.closing {
+		e.permits = 0
+	}
+	h.mu.Unlock()
+	e.mu.Unlock()
+}
+
+// release drops s's share and, for the last one, either lets the entry
+// linger (reported true) or ends it; h.mu is held.
+func (e *entry) release() (lingers bool) {
+	h := e.hub
+	e.refs--
+	if e.refs > 0 || e.closing {
+		return false
+	}
+	if h.linger <= 0 || h.closed || !e.live.Load() || e.conn == nil || e.conn.retired {
+		e.closing = true
+		e.cancel()
+		return false
+	}
+	e.idleAt = time.Now()
+	if e.idle == nil {
+		e.idle = time.AfterFunc(h.linger, e.endLinger)
+	} else {
+		e.idle.Reset(h.linger)
+	}
+	return true
+}
+
+// endLinger unsubscribes a channel that has had no share for the linger
+// time.
+func (e *entry) endLinger() {
+	h := e.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e.refs > 0 || e.closing {
+		return // taken again (its next Release lingers anew), or going
+	}
+	if d := h.linger - time.Since(e.idleAt); d > 0 {
+		e.idle.Reset(d) // it was taken and left again since
+		return
+	}
+	e.closing = true
+	e.cancel()
 }
 
 // Wait blocks until a message wakes this waiter, d elapses (d < 0: no time
@@ -453,6 +529,7 @@ func (e *entry) onSubscribed() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.subs++
+	e.live.Store(true)
 	if !e.markReady(nil) {
 		e.resync()
 	}
@@ -505,6 +582,9 @@ func (e *entry) run(ctx context.Context) {
 		if h.entries[e.channel] == e {
 			delete(h.entries, e.channel)
 		}
+		if e.idle != nil {
+			e.idle.Stop()
+		}
 		h.mu.Unlock()
 	}()
 
@@ -525,6 +605,9 @@ func (e *entry) run(ctx context.Context) {
 			return false, rueidis.ErrClosing
 		}
 		c := h.attach(e.channel)
+		h.mu.Lock()
+		e.conn = c
+		h.mu.Unlock()
 		e.mu.Lock()
 		from := e.subs
 		e.mu.Unlock()
@@ -547,6 +630,9 @@ func (e *entry) run(ctx context.Context) {
 		e.mu.Lock()
 		confirmed := e.confirmed
 		e.mu.Unlock()
+		h.mu.Lock()
+		e.conn = nil
+		h.mu.Unlock()
 		h.detach(c, ctx.Err() == nil && !(refusedForGood(err) && !confirmed))
 		if h.gone.Err() != nil {
 			return false, rueidis.ErrClosing
@@ -725,8 +811,9 @@ func (h *Hub) Conns() int {
 	return n
 }
 
-// Stats returns the number of channels this Hub is subscribed to (or
-// tearing down) and the number of shares (Subs) held on them.
+// Stats returns the number of channels this Hub is subscribed to (those
+// lingering after their last share, and those tearing down, included) and
+// the number of shares (Subs) held on them.
 func (h *Hub) Stats() (channels, subs int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

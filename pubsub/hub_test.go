@@ -186,6 +186,7 @@ func TestClientClosedUnderneath(t *testing.T) {
 // close when their last channel is released.
 func TestChannelsShareConnections(t *testing.T) {
 	e := newEnv(t)
+	e.hub.SetLinger(0) // released channels go at once (TestLinger: after a while)
 	ctx := context.Background()
 	const n = 200
 	subs := make([]*pubsub.Sub, n)
@@ -339,4 +340,92 @@ func TestParked(t *testing.T) {
 	require.Eventually(t, func() bool { return e.hub.Parked() == 3 }, 5*time.Second, time.Millisecond)
 	stop()
 	assert.Equal(t, 0, e.hub.Parked())
+}
+
+func (e *env) subscribeCalls(t *testing.T) int64 {
+	t.Helper()
+	v, err := e.srv.Do(context.Background(), "INFO", "commandstats")
+	require.NoError(t, err)
+	info, err := v.ToString()
+	require.NoError(t, err)
+	for _, line := range strings.Split(info, "\r\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_subscribe:calls="); ok {
+			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return 0
+}
+
+// A channel whose last share left stays subscribed for the linger time: a
+// Subscribe then shares it without a SUBSCRIBE and hears its messages; a
+// share taken in that time keeps it; it goes no sooner than the linger
+// time after the last Release.
+func TestLinger(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.hub.SetLinger(time.Hour)
+	s, err := e.hub.Subscribe(ctx, "lg")
+	require.NoError(t, err)
+	s.Release()
+	assert.EqualValues(t, 1, e.numsub(t, "lg"), "a released channel lingers")
+	ch, subs := e.hub.Stats()
+	assert.Equal(t, [2]int{1, 0}, [2]int{ch, subs}, "Stats counts the lingering channel, with no share")
+	calls := e.subscribeCalls(t)
+	s, err = e.hub.Subscribe(ctx, "lg")
+	require.NoError(t, err)
+	assert.Equal(t, calls, e.subscribeCalls(t), "a lingering channel is shared without a SUBSCRIBE")
+	e.publish(t, "lg", "0")
+	ok, err := s.Wait(ctx, 5*time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok, "a lingering channel taken again is heard")
+	s.Release()
+	s.Release() // idempotent: the linger is not armed twice
+	assert.EqualValues(t, 1, e.numsub(t, "lg"))
+
+	// Time is what is tested here: the sleeps let the linger timer fire.
+	const linger = 200 * time.Millisecond
+	e.hub.SetLinger(linger)
+	s, err = e.hub.Subscribe(ctx, "lg2")
+	require.NoError(t, err)
+	s.Release()
+	s, err = e.hub.Subscribe(ctx, "lg2")
+	require.NoError(t, err)
+	time.Sleep(2 * linger) // the first linger's timer fires while the channel is taken
+	ch, subs = e.hub.Stats()
+	assert.Equal(t, [2]int{2, 1}, [2]int{ch, subs}, "a taken channel does not go")
+	e.publish(t, "lg2", "0")
+	ok, err = s.Wait(ctx, 5*time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	released := time.Now()
+	s.Release()
+	// It ends (its subscription stays on the connection, which "lg"
+	// keeps open, until that closes: see the package doc).
+	require.Eventually(t, func() bool { ch, _ := e.hub.Stats(); return ch == 1 }, 10*time.Second, time.Millisecond,
+		"a lingering channel goes after the linger time")
+	assert.GreaterOrEqual(t, time.Since(released), linger, "it went before the linger time")
+	assert.EqualValues(t, 1, e.numsub(t, "lg"), "the hour's linger is not cut short by a later SetLinger")
+
+	// A lingering channel whose connection broke subscribes again (its
+	// receive loop still runs) and is shared and heard after that.
+	_, err = e.srv.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return e.numsub(t, "lg") == 1 }, 10*time.Second, time.Millisecond)
+	calls = e.subscribeCalls(t)
+	s, err = e.hub.Subscribe(ctx, "lg")
+	require.NoError(t, err)
+	e.publish(t, "lg", "0")
+	ok, err = s.Wait(ctx, 5*time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, calls, e.subscribeCalls(t), "shared without a SUBSCRIBE")
+
+	// SetLinger(0): the last Release ends the channel at once, and its
+	// connection, the last, closes.
+	e.hub.SetLinger(0)
+	s.Release()
+	require.Eventually(t, func() bool { ch, _ := e.hub.Stats(); return ch == 0 && e.hub.Conns() == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return e.numsub(t, "lg") == 0 }, 10*time.Second, time.Millisecond)
 }

@@ -71,6 +71,7 @@ type config struct {
 	pubsub              PubSubMode
 	commandTimeout      time.Duration
 	subscriptionTimeout time.Duration
+	linger              time.Duration
 	onLost              func(LostEvent)
 	maxHold             time.Duration
 	fairWait            time.Duration
@@ -193,6 +194,22 @@ func WithSubscriptionTimeout(d time.Duration) Option {
 	}
 }
 
+// WithSubscriptionLinger sets how long a channel stays subscribed after its
+// last waiter stopped waiting (default 1s; 0: it is unsubscribed at once).
+// A waiter that comes back to the channel within that time (the next
+// contended Lock of a name; a fair lock's waiter, which has a channel of
+// its own, every time it waits) finds it subscribed and sends no
+// SUBSCRIBE. Messages to a lingering channel wake nobody.
+func WithSubscriptionLinger(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("%w: subscription linger %v is negative", ErrInvalidArgument, d)
+		}
+		c.linger = d
+		return nil
+	}
+}
+
 // LostEvent describes a hold that ended without its owner's Unlock.
 type LostEvent struct {
 	Kind  string // the hold's kind: KindLock, KindReadLock or KindWriteLock
@@ -249,6 +266,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 		logger:              slog.New(slog.DiscardHandler),
 		commandTimeout:      DefaultCommandTimeout,
 		subscriptionTimeout: DefaultSubscriptionTimeout,
+		linger:              pubsub.DefaultLinger,
 		fairWait:            DefaultFairLockWaitTimeout,
 	}
 	for _, o := range opts {
@@ -296,6 +314,7 @@ func New(rc rueidis.Client, opts ...Option) (*Client, error) {
 	}
 	c.table = hold.New(cfg.watchdogTimeout, c.onEnd)
 	c.hub = pubsub.New(rc, sharded, cfg.logger)
+	c.hub.SetLinger(cfg.linger)
 	e := engine.New()
 	e.X = &engine.Executor{RC: rc, Cluster: c.cluster, Timeout: cfg.commandTimeout, Sync: *cfg.sync, Log: cfg.logger}
 	e.Table, e.Hub, e.ClientID = c.table, c.hub, c.id
