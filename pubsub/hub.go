@@ -812,15 +812,19 @@ func (h *Hub) Conns() int {
 }
 
 // Stats returns the number of channels this Hub is subscribed to (those
-// lingering after their last share, and those tearing down, included) and
-// the number of shares (Subs) held on them.
-func (h *Hub) Stats() (channels, subs int) {
+// tearing down included), how many of them have no share (lingering after
+// their last one, see SetLinger, or tearing down), and the number of shares
+// (Subs) held on them.
+func (h *Hub) Stats() (channels, lingering, subs int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.entries {
 		subs += e.refs
+		if e.refs == 0 {
+			lingering++
+		}
 	}
-	return len(h.entries), subs
+	return len(h.entries), lingering, subs
 }
 
 // Parked returns the number of waiters parked in Wait, waiting for a

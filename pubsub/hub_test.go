@@ -89,7 +89,7 @@ func TestOneSubscriptionWakeOneAndAll(t *testing.T) {
 	e := newEnv(t)
 	woken, stop := waiters(t, e, "ch", 5)
 	assert.Equal(t, int64(1), e.numsub(t, "ch"), "five waiters share one subscription")
-	ch, subs := e.hub.Stats()
+	ch, _, subs := e.hub.Stats()
 	assert.Equal(t, 1, ch)
 	assert.Equal(t, 5, subs)
 
@@ -110,7 +110,7 @@ func TestOneSubscriptionWakeOneAndAll(t *testing.T) {
 		"the last Release must unsubscribe")
 	// The entry goes once its receive loop has returned, just after the
 	// server confirmed the UNSUBSCRIBE.
-	require.Eventually(t, func() bool { ch, _ := e.hub.Stats(); return ch == 0 }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { ch, _, _ := e.hub.Stats(); return ch == 0 }, 5*time.Second, time.Millisecond)
 }
 
 func TestPermitKeptForNextWaiter(t *testing.T) {
@@ -370,8 +370,8 @@ func TestLinger(t *testing.T) {
 	require.NoError(t, err)
 	s.Release()
 	assert.EqualValues(t, 1, e.numsub(t, "lg"), "a released channel lingers")
-	ch, subs := e.hub.Stats()
-	assert.Equal(t, [2]int{1, 0}, [2]int{ch, subs}, "Stats counts the lingering channel, with no share")
+	ch, lingering, subs := e.hub.Stats()
+	assert.Equal(t, [3]int{1, 1, 0}, [3]int{ch, lingering, subs}, "Stats counts the lingering channel, with no share")
 	calls := e.subscribeCalls(t)
 	s, err = e.hub.Subscribe(ctx, "lg")
 	require.NoError(t, err)
@@ -393,8 +393,8 @@ func TestLinger(t *testing.T) {
 	s, err = e.hub.Subscribe(ctx, "lg2")
 	require.NoError(t, err)
 	time.Sleep(2 * linger) // the first linger's timer fires while the channel is taken
-	ch, subs = e.hub.Stats()
-	assert.Equal(t, [2]int{2, 1}, [2]int{ch, subs}, "a taken channel does not go")
+	ch, lingering, subs = e.hub.Stats()
+	assert.Equal(t, [3]int{2, 1, 1}, [3]int{ch, lingering, subs}, "a taken channel does not go (and does not linger)")
 	e.publish(t, "lg2", "0")
 	ok, err = s.Wait(ctx, 5*time.Second)
 	require.NoError(t, err)
@@ -403,7 +403,7 @@ func TestLinger(t *testing.T) {
 	s.Release()
 	// It ends (its subscription stays on the connection, which "lg"
 	// keeps open, until that closes: see the package doc).
-	require.Eventually(t, func() bool { ch, _ := e.hub.Stats(); return ch == 1 }, 10*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { ch, _, _ := e.hub.Stats(); return ch == 1 }, 10*time.Second, time.Millisecond,
 		"a lingering channel goes after the linger time")
 	assert.GreaterOrEqual(t, time.Since(released), linger, "it went before the linger time")
 	assert.EqualValues(t, 1, e.numsub(t, "lg"), "the hour's linger is not cut short by a later SetLinger")
@@ -426,6 +426,6 @@ func TestLinger(t *testing.T) {
 	// connection, the last, closes.
 	e.hub.SetLinger(0)
 	s.Release()
-	require.Eventually(t, func() bool { ch, _ := e.hub.Stats(); return ch == 0 && e.hub.Conns() == 0 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { ch, _, _ := e.hub.Stats(); return ch == 0 && e.hub.Conns() == 0 }, 10*time.Second, time.Millisecond)
 	require.Eventually(t, func() bool { return e.numsub(t, "lg") == 0 }, 10*time.Second, time.Millisecond)
 }

@@ -406,7 +406,8 @@ func (c *Client) read(ctx context.Context, try func(ctx context.Context) error) 
 
 // Stats is a snapshot of a Client's activity.
 type Stats struct {
-	Subscriptions int // channels subscribed to (one per lock name waited on)
+	Subscriptions int // channels subscribed to for waiters (one per lock name waited on)
+	Lingering     int // channels still subscribed after their last waiter left (see WithSubscriptionLinger), or tearing down
 	Waiters       int // calls waiting for a lock
 	Parked        int // of those, the ones parked until a message (or their timeout) after an attempt
 	Renewing      int // holds the watchdog renews
@@ -416,9 +417,9 @@ type Stats struct {
 // Stats returns a snapshot of the client's subscriptions, waiters and
 // holds.
 func (c *Client) Stats() Stats {
-	ch, subs := c.hub.Stats()
+	ch, lingering, subs := c.hub.Stats()
 	records, renewing := c.table.Stats()
-	return Stats{Subscriptions: ch, Waiters: subs, Parked: c.hub.Parked(), Renewing: renewing, Holds: records}
+	return Stats{Subscriptions: ch - lingering, Lingering: lingering, Waiters: subs, Parked: c.hub.Parked(), Renewing: renewing, Holds: records}
 }
 
 // Lock returns the lock called name, like Redisson's getLock(name): the

@@ -131,4 +131,10 @@ func TestWaitersShareOneSubscription(t *testing.T) {
 	wg.Wait()
 	close(order)
 	assert.Len(t, order, waiters)
+	// With no waiter left the channel lingers (still subscribed, for the
+	// next waiter), then goes.
+	st := c.Stats()
+	assert.Equal(t, [2]int{0, 1}, [2]int{st.Subscriptions, st.Lingering}, "subscriptions, lingering")
+	require.Eventually(t, func() bool { return c.Stats().Lingering == 0 }, 10*time.Second, 5*time.Millisecond)
+	assert.Zero(t, c.Stats().Subscriptions)
 }
