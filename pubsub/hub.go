@@ -20,8 +20,9 @@
 // being listened to, its subscription lingers on the connection (its
 // messages are dropped), and the connection is closed once no channel on it
 // has waiters; a connection that served ChannelsPerConn channels takes no
-// new ones. A channel whose last waiter leaves stays listened to for
-// Linger (unless its connection broke), messages waking nobody, so that a waiter coming back to it soon (the next contended Lock
+// new ones. A channel whose last waiter leaves stays listened to for the
+// linger time (SetLinger; not a count-down latch's), messages waking
+// nobody, so that a waiter coming back to it soon (the next contended Lock
 // of a name, a fair lock's waiter on its own channel every time it waits)
 // finds it subscribed and needs no SUBSCRIBE round trip. When a connection breaks, or the server drops a subscription (a
 // sharded channel whose slot moved), its channels subscribe again on
@@ -102,7 +103,9 @@ type Hub struct {
 // the live subscription and returns without a round trip. A lingering
 // channel keeps its connection open as a waiting one does, so the Hub's
 // connections are those of the channels waited on within the linger time.
-// Channels on a broken connection do not linger.
+// A lingering channel whose connection breaks ends then, and a channel
+// whose connection broke before its last waiter left does not linger. A
+// count-down latch's channel never lingers.
 func (h *Hub) SetLinger(d time.Duration) {
 	h.mu.Lock()
 	h.linger = max(d, 0)
@@ -287,7 +290,9 @@ func (e *entry) release() (lingers bool) {
 	if e.refs > 0 || e.closing {
 		return false
 	}
-	if h.linger <= 0 || h.closed || !e.live.Load() || e.conn == nil || e.conn.retired {
+	// A latch's channel does not linger: its awaiters read the channel's
+	// history (LatchShut), which must begin with their own Subscribe.
+	if h.linger <= 0 || h.closed || e.policy == latchPolicy || !e.live.Load() || e.conn == nil || e.conn.retired {
 		e.closing = true
 		e.cancel()
 		return false
@@ -649,6 +654,14 @@ func (e *entry) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		h.mu.Lock()
+		if e.refs == 0 && !e.closing {
+			// It was lingering: nobody needs it subscribed again.
+			e.closing = true
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
 		e.mu.Lock()
 		confirmed := e.confirmed
 		e.mu.Unlock()

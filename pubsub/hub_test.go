@@ -408,19 +408,20 @@ func TestLinger(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(released), linger, "it went before the linger time")
 	assert.EqualValues(t, 1, e.numsub(t, "lg"), "the hour's linger is not cut short by a later SetLinger")
 
-	// A lingering channel whose connection broke subscribes again (its
-	// receive loop still runs) and is shared and heard after that.
+	// A lingering channel whose connection broke ends (nobody needs it
+	// subscribed again); the next Subscribe subscribes anew and is heard.
 	_, err = e.srv.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub")
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return e.numsub(t, "lg") == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { ch, _, _ := e.hub.Stats(); return ch == 0 }, 10*time.Second, time.Millisecond)
+	assert.Zero(t, e.hub.Conns())
 	calls = e.subscribeCalls(t)
 	s, err = e.hub.Subscribe(ctx, "lg")
 	require.NoError(t, err)
+	assert.Equal(t, calls+1, e.subscribeCalls(t), "subscribed anew")
 	e.publish(t, "lg", "0")
 	ok, err = s.Wait(ctx, 5*time.Second)
 	require.NoError(t, err)
 	assert.True(t, ok)
-	assert.Equal(t, calls, e.subscribeCalls(t), "shared without a SUBSCRIBE")
 
 	// SetLinger(0): the last Release ends the channel at once, and its
 	// connection, the last, closes.
@@ -428,4 +429,24 @@ func TestLinger(t *testing.T) {
 	s.Release()
 	require.Eventually(t, func() bool { ch, _, _ := e.hub.Stats(); return ch == 0 && e.hub.Conns() == 0 }, 10*time.Second, time.Millisecond)
 	require.Eventually(t, func() bool { return e.numsub(t, "lg") == 0 }, 10*time.Second, time.Millisecond)
+}
+
+// A count-down latch's channel does not linger: a share taken after the
+// last one left must not inherit the earlier round's "1" (LatchShut(0)
+// would then call a latch read at zero deleted, and Await would hang on
+// a latch whose key went without a "0"). Found by review.
+func TestLatchChannelDoesNotLinger(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.hub.SetLinger(time.Hour)
+	const ch = "redisson_countdownlatch__channel__{L}"
+	s, err := e.hub.Subscribe(ctx, ch)
+	require.NoError(t, err)
+	e.publish(t, ch, "1") // a TrySetCount
+	require.Eventually(t, func() bool { return s.LatchMark() == 1 }, 5*time.Second, time.Millisecond)
+	s.Release()
+	s, err = e.hub.Subscribe(ctx, ch)
+	require.NoError(t, err)
+	defer s.Release()
+	assert.False(t, s.LatchShut(0), "a new share saw no '1'")
 }
