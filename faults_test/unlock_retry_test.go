@@ -171,8 +171,9 @@ func TestUnlockRetryIsNotReportedLost(t *testing.T) {
 
 	const drops = 1
 	dropped := make(chan []byte, drops)
+	armed := proxy.DropReply(isUnlockScript) // before the Unlock, not in the goroutine: it could arm after
 	go func() {
-		ev := <-proxy.DropReply(isUnlockScript)
+		ev := <-armed
 		dropped <- ev.Discarded
 	}()
 	require.NoError(t, l.Unlock(owner))
