@@ -16,16 +16,18 @@
 // dedicated pool (ClientOption.BlockingPoolSize, 1024 by default), up to
 // ChannelsPerConn channels each (on a cluster, channels of one hash slot
 // share a connection). No UNSUBSCRIBE is ever sent, because rueidis panics
-// when Redis answers one with -BUSY: a channel whose last waiter left stops
-// being listened to, its subscription lingers on the connection (its
-// messages are dropped), and the connection is closed once no channel on it
-// has waiters; a connection that served ChannelsPerConn channels takes no
-// new ones. A channel whose last waiter leaves stays listened to for the
-// linger time (SetLinger; not a count-down latch's), messages waking
-// nobody, so that a waiter coming back to it soon (the next contended Lock
-// of a name, a fair lock's waiter on its own channel every time it waits)
-// finds it subscribed and needs no SUBSCRIBE round trip. When a connection breaks, or the server drops a subscription (a
-// sharded channel whose slot moved), its channels subscribe again on
+// when Redis answers one with -BUSY: a channel that ends stops being
+// listened to, its subscription stays on the connection (its messages are
+// dropped), and the connection is closed once no channel on it is
+// listened to; a connection that served ChannelsPerConn channels takes no
+// new ones. A channel whose last waiter leaves ends after the linger time
+// (SetLinger; at once for a count-down latch's), still listened to until
+// then, its messages waking nobody, so that a waiter coming back to it
+// soon (the next contended Lock of a name, a fair lock's waiter on its own
+// channel every time it waits) finds it subscribed and needs no SUBSCRIBE
+// round trip. When a
+// connection breaks, or the server drops a subscription (a sharded channel
+// whose slot moved), its channels subscribe again on
 // another connection and wake every waiter, since messages may have been
 // lost in between. A SUBSCRIBE refused for the topology's sake (MOVED:
 // the connection is bound to a node that no longer serves the slot;
