@@ -199,7 +199,9 @@ func WithSubscriptionTimeout(d time.Duration) Option {
 // A waiter that comes back to the channel within that time (the next
 // contended Lock of a name; a fair lock's waiter, which has a channel of
 // its own, every time it waits) finds it subscribed and sends no
-// SUBSCRIBE. Messages to a lingering channel wake nobody.
+// SUBSCRIBE. Messages to a lingering channel wake nobody. A count-down
+// latch's channel never lingers, and a lingering channel whose connection
+// breaks ends then.
 func WithSubscriptionLinger(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {
