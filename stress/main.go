@@ -514,8 +514,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "read sections: %d; reader overlaps (allowed): %d\n", r.Reads, r.ReadOverlaps)
 	}
 	if c.has(kindFair) {
-		fmt.Fprintf(w, "FIFO: %d grants served before a waiter that called %v or more later, as FIFO requires; out of order: %d (explained by a busy period past the wait timeout or a CLIENT KILL while waiting: %d, of which CLIENT KILL %d)",
-			r.FIFOHonoured, fifoSlack, r.FIFOViolations+r.FIFOExplained, r.FIFOExplained, r.FIFOAfterConnKill)
+		fmt.Fprintf(w, "FIFO: %d grants served before a waiter that called %v or more later, as FIFO requires; out of order: %d (explained by a busy period past the wait timeout, a CLIENT KILL, or a failover or migration while waiting: %d, of which CLIENT KILL %d, failover or migration %d)",
+			r.FIFOHonoured, fifoSlack, r.FIFOViolations+r.FIFOExplained, r.FIFOExplained, r.FIFOAfterConnKill, r.FIFOAfterTopology)
 		if c.Faults > 0 {
 			fmt.Fprintf(w, " (with injected faults, a refused queueing call may arrive late: reordering is reported, not failed)")
 		}
@@ -538,6 +538,9 @@ func (r *Report) Print(w io.Writer) {
 	if r.RedissonUnheld > 0 || r.RedissonPhantomOverlaps > 0 {
 		fmt.Fprintf(w, "Redisson unlocks that found the lock not held within %v of a CLIENT KILL: %d; overlaps with such a section (Redisson reported an acquisition it did not hold; not counted as violations): %d\n",
 			javaConnWindow, r.RedissonUnheld, r.RedissonPhantomOverlaps)
+	}
+	if r.RedissonGoneAtEntry > 0 {
+		fmt.Fprintf(w, "Redisson fixed-lease sections whose hold was gone at entry (lock() returned after the hold it took ran out): %d; overlaps with such a section (not counted as violations): %d\n", r.RedissonGoneAtEntry, r.RedissonGoneOverlaps)
 	}
 	if r.RedissonUnheldExpired > 0 {
 		fmt.Fprintf(w, "Redisson unlocks that found the lock not held (or the permit gone) after the hold's lease could have run out: %d\n", r.RedissonUnheldExpired)

@@ -49,3 +49,42 @@ func TestReadRecordsJavaUnheldAfterLease(t *testing.T) {
 	require.Len(t, v.Problems, 1)
 	require.Contains(t, v.Problems[0], "unlock of section 7 (lock, watchdog 2000ms: acquire began 200ms before the unlock, the section entered 100ms before it; the unlock took 100ms)")
 }
+
+// A Redisson lock() can return after the hold it took ran out (its
+// script's reply came after the response timeout and a retry): the worker
+// finds its own field gone at entry (B's gone), and the section held
+// nothing, so a Go section inside at the time is not a violation; the
+// same overlap without gone is one.
+func TestCheckJavaHoldGoneAtEntry(t *testing.T) {
+	dir := t.TempDir()
+	goOut, javaOut := filepath.Join(dir, "worker-0-0.jsonl"), filepath.Join(dir, "worker-1-0.jsonl")
+	require.NoError(t, os.WriteFile(goOut, []byte(`{"k":"B","g":0,"n":0,"s1":1,"t0":16000000000,"tb":16749000000,"lease":2000,"wd":true,"st":"trylock-wait-wd"}
+{"k":"E","g":0,"n":0,"s1":1,"s2":4,"te":16760000000}
+`), 0o600))
+	for _, gone := range []bool{true, false} {
+		mark := ""
+		if gone {
+			mark = `"gone":true,`
+		}
+		require.NoError(t, os.WriteFile(javaOut, []byte(`{"k":"B","g":3,"n":0,"s1":2,"t0":12674000000,"tb":16749300000,"lease":2000,`+mark+`"st":"locklease"}
+{"k":"E","g":3,"n":0,"s1":2,"s2":3,"te":16750000000,"lost":true}
+`), 0o600))
+		var v Verdict
+		procs := []procResult{{proc: proc{0, 0}, Out: goOut}, {proc: proc{1, 0}, Out: javaOut, Lang: "java-4.7.0"}}
+		sections, err := readRecords(procs, &v)
+		require.NoError(t, err)
+		check(sections, []int64{4}, 0, 4, []int{0}, &v)
+		if gone {
+			require.Equal(t, 1, v.RedissonGoneAtEntry)
+			require.Equal(t, 1, v.RedissonGoneOverlaps)
+			require.Zero(t, v.Violations)
+			require.True(t, v.OK(), "%v", v.Problems)
+			require.Len(t, v.Problems, 1)
+			require.Contains(t, v.Problems[0], "hold was gone at its entry")
+		} else {
+			require.Zero(t, v.RedissonGoneAtEntry)
+			require.Equal(t, 1, v.Violations, "without gone the overlap is a violation")
+			require.False(t, v.OK())
+		}
+	}
+}

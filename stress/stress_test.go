@@ -329,6 +329,32 @@ func TestCheckFIFO(t *testing.T) {
 	v = Verdict{}
 	checkFIFO([]*section{sec(1, 50, 60), sec(3, 0, 100)}, []bool{true}, 2*time.Second, false, &v)
 	assert.Equal(t, Verdict{}, v, "calls closer than the slack are not ordered")
+
+	// A failover or migration while the passed-over waiter waited may have
+	// cost it its place; for a Redisson waiter, also one that ended up to
+	// javaTopologyWindow before its call (its queueing call may reach the
+	// new node late); a Go waiter's call after the change keeps its place.
+	passed := func(lang string) []*section {
+		w := sec(3, 40_000, 40_900)
+		w.Lang = lang
+		return []*section{sec(1, 40_800, 40_810), w}
+	}
+	change := []restart{{down: 35_000 * msec, up: 36_000 * msec}}
+	v = Verdict{topoChanges: change}
+	checkFIFO(passed("java-4.7.0"), []bool{true}, 2*time.Second, false, &v)
+	assert.Equal(t, 1, v.FIFOExplained)
+	assert.Equal(t, 1, v.FIFOAfterTopology)
+	assert.Zero(t, v.FIFOViolations)
+	v = Verdict{topoChanges: change}
+	checkFIFO(passed("go"), []bool{true}, 2*time.Second, false, &v)
+	assert.Equal(t, 1, v.FIFOViolations, "a Go waiter that called after the change ended")
+	v = Verdict{topoChanges: []restart{{down: 40_500 * msec, up: 41_000 * msec}}}
+	checkFIFO(passed("go"), []bool{true}, 2*time.Second, false, &v)
+	assert.Equal(t, 1, v.FIFOAfterTopology, "a change during the Go waiter's wait")
+	assert.Zero(t, v.FIFOViolations)
+	v = Verdict{topoChanges: []restart{{down: 35_000*msec - javaTopologyWindow.Nanoseconds(), up: 36_000*msec - javaTopologyWindow.Nanoseconds()}}}
+	checkFIFO(passed("java-4.7.0"), []bool{true}, 2*time.Second, false, &v)
+	assert.Equal(t, 1, v.FIFOViolations, "the change ended more than javaTopologyWindow before the Redisson call")
 }
 
 // TestStressSemaphore: semaphores of 3 permits shared by 3 processes of 4

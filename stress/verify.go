@@ -61,6 +61,7 @@ type section struct {
 	killedAt int64 // the process' kill time
 	returned bool  // cut by the kill; the coordinator gave its permit back (K)
 	unheld   bool  // Java: its unlock found the lock not held (see RedissonUnheld)
+	gone     bool  // Java: its fixed-lease hold was gone at entry (see RedissonGoneAtEntry)
 }
 
 func (s *section) open() bool { return s.S2 == 0 }
@@ -95,6 +96,14 @@ type Verdict struct {
 	// out by the time the unlock returned, as the worker measured it (the
 	// U record's Lost): "not held" is then the right answer.
 	RedissonUnheldExpired int
+	// RedissonGoneAtEntry counts Java sections whose worker found, right
+	// after lock() returned, that its own fixed-lease hold was no longer in
+	// the lock's hash (the B record's Gone): Redisson's lock() returned
+	// after the hold it took had run out, as when the reply to its script
+	// came after the response timeout and a retry. Such a section held
+	// nothing; RedissonGoneOverlaps counts the overlaps with one (not
+	// violations: the Java side reports an acquisition it no longer had).
+	RedissonGoneAtEntry, RedissonGoneOverlaps int
 	// RedissonUnlockRetries counts, by outcome, the Java workers' second
 	// tries after an unlock that failed with its outcome unknown (the H
 	// records): "gone" (the failed unlock had run, or the hold ran out
@@ -159,6 +168,10 @@ type Verdict struct {
 	// while the passed-over waiter waited (Redisson's queueing call may
 	// have failed; it queues again behind the others).
 	FIFOAfterConnKill int
+	// FIFOAfterTopology: the FIFOExplained reorders whose passed-over
+	// waiter waited during a failover or a slot migration (see
+	// topoChangeDuring).
+	FIFOAfterTopology int
 	// JavaConnErrors counts Redisson's acquire and unlock errors within
 	// javaConnWindow after the coordinator closed every command or
 	// pub/sub connection (CLIENT KILL): Redisson reports a command cut by
@@ -505,7 +518,10 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 			}
 			switch r.K {
 			case "B":
-				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, Read: r.Read, killedAt: p.KilledAt, Lang: p.lang(), St: r.St, Tok: r.Tok}
+				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, Read: r.Read, killedAt: p.KilledAt, Lang: p.lang(), St: r.St, Tok: r.Tok, gone: r.Gone}
+				if r.Gone {
+					v.RedissonGoneAtEntry++
+				}
 				sections = append(sections, s)
 				open[key{p.proc, r.N, r.S1}] = s
 			case "M":
@@ -804,6 +820,11 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 					// restart lost e's hold (Go: its watchdog reports it
 					// lost).
 					continue
+				case e.gone || l.gone:
+					// One of the two was a Redisson section that found its
+					// own hold gone at entry: it held nothing.
+					v.RedissonGoneOverlaps++
+					v.problem("name %d: Redisson overlap (not counted as a violation): %s entered while %s was inside, and the Redisson one's hold was gone at its entry (lock() returned after its hold ran out)", n, l, e)
 				case e.unheld || l.unheld:
 					// One of the two was a Redisson section whose unlock
 					// found the lock not held, after a CLIENT KILL: an
@@ -927,6 +948,9 @@ func checkFIFO(sections []*section, fair []bool, fairWait time.Duration, faults 
 				case v.connKillIn(minAll.T0-javaConnWindow.Nanoseconds(), b.TB):
 					v.FIFOExplained++
 					v.FIFOAfterConnKill++
+				case v.topoChangeDuring(minAll, b.TB):
+					v.FIFOExplained++
+					v.FIFOAfterTopology++
 				default:
 					v.FIFOViolations++
 					v.problem("name %d: FIFO: %s (acquire call at %d) was served before %s, whose call began %v earlier (busy for %v)",
@@ -938,6 +962,27 @@ func checkFIFO(sections []*section, fair []bool, fairWait time.Duration, faults 
 			}
 		}
 	}
+}
+
+// topoChangeDuring reports whether a failover or a slot migration may have
+// cost waiter w its place in a fair lock's line before to (the grant that
+// passed it): the change overlapped w's wait, from its call to to. A
+// failover can lose w's queue entry (a write the new master never had), a
+// migration moves the lock's keys, and the waiter queues again behind the
+// others. For a Redisson waiter the change counts until javaTopologyWindow
+// after it ended: Redisson's calls reach the new node only once it has
+// re-read the topology and re-subscribed, so its queueing call may reach
+// Redis long after it began (soaks on a cluster showed Go grants served
+// before a Redisson waiter whose call began about 0.9 s earlier, during
+// the changes).
+func (v *Verdict) topoChangeDuring(w *section, to int64) bool {
+	after := int64(0)
+	if w.Lang != "" && w.Lang != "go" {
+		after = javaTopologyWindow.Nanoseconds()
+	}
+	return slices.ContainsFunc(v.topoChanges, func(x restart) bool {
+		return x.down <= to && x.up+after >= w.T0
+	})
 }
 
 // checkTokens checks the fenced locks' tokens: every grant's token is

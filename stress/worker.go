@@ -54,7 +54,10 @@ type workerConfig struct {
 //	   began, Lease the hold's lease in ms (the fixed lease, or the
 //	   watchdog timeout), WD whether the watchdog renews it, Read whether
 //	   it is a read hold of a read-write lock, Tok the token of a fenced
-//	   lock's grant.
+//	   lock's grant. Java only: Gone says that the worker found its own
+//	   fixed-lease hold no longer in the lock's hash at entry (Redisson's
+//	   lock() returned after the hold it took had run out; see
+//	   Verdict.RedissonGoneAtEntry).
 //	E: it ended: S2 is the value of the second INCR, TE the wall clock
 //	   after it, Lost whether the hold's lease may have run out
 //	   meanwhile: a lease set at the acquisition (after T0) can only have
@@ -90,8 +93,9 @@ type record struct {
 	WD    bool   `json:"wd,omitempty"`
 	Read  bool   `json:"read,omitempty"`
 	Lost  bool   `json:"lost,omitempty"`
-	Tok   int64  `json:"tok,omitempty"` // B, fenced lock: the token of this grant
-	St    string `json:"st,omitempty"`  // B: the acquisition style (lock, locklease, trylock-wait, ...)
+	Gone  bool   `json:"gone,omitempty"` // B, Java: the fixed-lease hold was gone at entry
+	Tok   int64  `json:"tok,omitempty"`  // B, fenced lock: the token of this grant
+	St    string `json:"st,omitempty"`   // B: the acquisition style (lock, locklease, trylock-wait, ...)
 	State string `json:"state,omitempty"`
 	Err   string `json:"err,omitempty"`
 }

@@ -38,7 +38,9 @@ import org.redisson.config.SentinelServersConfig;
  * worker): it picks a name and a style, acquires (recording the wall clock before the
  * call as t0), INCRs the name's sequence key on the sequencer SEQ_ADDR (tb: the wall
  * clock before it; s1: its value), writes a B record, sleeps up to MAX_HOLD_US, INCRs
- * again (s2, te), writes an E record and unlocks. Styles (the "st" field):
+ * again (s2, te), writes an E record and unlocks. A fixed-lease hold of a lock
+ * whose own field was already gone from the lock's hash at entry has "gone" in its B
+ * record (lock() returned after the hold it took ran out). Styles (the "st" field):
  * lock (RLock.lock(), watchdog), locklease (lock(lease)), trylock-wait (tryLock(wait,
  * lease)), trylock-wait-wd (tryLock(wait): watchdog), trylock (tryLock(): one attempt,
  * a miss is just counted), lockasync (lockAsync().get(): watchdog), lockasync-lease.
@@ -363,7 +365,17 @@ public final class SoakWorker {
             // excused: it renews them). A read hold's own lease is not the hash's
             // TTL, and a permit's lease has no TTL to read: for those, no earlier
             // than the lease after the acquire call began.
+            //
+            // The key's TTL is this hold's only while the hold is there: a lock()
+            // whose reply came late (Redisson's retries after a response timeout)
+            // may return after the hold it took has run out and another owner's
+            // has begun, and PTTL then reads that owner's lease. So the worker
+            // asks, after PTTL, whether its own hold is still there (HEXISTS of
+            // its field): if it is, it was there at PTTL too and the TTL is its
+            // own; if not, the hold was gone at entry (the B record's gone), and
+            // the section counts as lost from its start.
             long expiresNs = Long.MAX_VALUE;
+            boolean gone = false;
             if (!gr.wd && !UNSAFE) {
                 if (gr.lock == null || gr.read) {
                     expiresNs = t0Mono + leaseMs * 1_000_000L;
@@ -371,7 +383,8 @@ public final class SoakWorker {
                     long sent = System.nanoTime();
                     try {
                         long ttl = gr.lock.remainTimeToLive();
-                        expiresNs = ttl > 0 ? sent + ttl * 1_000_000L : sent;
+                        gone = !gr.lock.isHeldByCurrentThread();
+                        expiresNs = ttl > 0 && !gone ? sent + ttl * 1_000_000L : sent;
                     } catch (Throwable t) {
                         expiresNs = sent; // unknown: counted as possibly run out
                     }
@@ -388,7 +401,7 @@ public final class SoakWorker {
             }
             emit("{\"k\":\"B\",\"g\":" + g + ",\"n\":" + n + ",\"s1\":" + s1 + ",\"t0\":" + t0 + ",\"tb\":" + tb
                 + ",\"lease\":" + lease + (gr.wd ? ",\"wd\":true" : "") + (gr.read ? ",\"read\":true" : "")
-                + (gr.tok != null ? ",\"tok\":" + gr.tok : "") + ",\"st\":\"" + gr.st + "\"}");
+                + (gr.tok != null ? ",\"tok\":" + gr.tok : "") + (gone ? ",\"gone\":true" : "") + ",\"st\":\"" + gr.st + "\"}");
             if (maxHoldUs > 0) {
                 long us = (long) (rng.nextDouble() * (maxHoldUs + 1));
                 try {
