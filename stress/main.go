@@ -514,8 +514,8 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "read sections: %d; reader overlaps (allowed): %d\n", r.Reads, r.ReadOverlaps)
 	}
 	if c.has(kindFair) {
-		fmt.Fprintf(w, "FIFO: %d grants served before a waiter that called %v or more later, as FIFO requires; out of order: %d (explained by a busy period past the wait timeout, a CLIENT KILL, or a failover or migration while waiting: %d, of which CLIENT KILL %d, failover or migration %d)",
-			r.FIFOHonoured, fifoSlack, r.FIFOViolations+r.FIFOExplained, r.FIFOExplained, r.FIFOAfterConnKill, r.FIFOAfterTopology)
+		fmt.Fprintf(w, "FIFO: %d grants served before a waiter that called %v or more later, as FIFO requires; out of order: %d (explained by a busy period past the wait timeout, a CLIENT KILL, or a failover or migration of the name's slot while waiting (for Redisson: or up to %v before): %d, of which CLIENT KILL %d, failover or migration %d)",
+			r.FIFOHonoured, fifoSlack, r.FIFOViolations+r.FIFOExplained, javaConnWindow, r.FIFOExplained, r.FIFOAfterConnKill, r.FIFOAfterTopology)
 		if c.Faults > 0 {
 			fmt.Fprintf(w, " (with injected faults, a refused queueing call may arrive late: reordering is reported, not failed)")
 		}
@@ -865,6 +865,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// --migrate-every: slot migrations, likewise.
 	migrateTimer := jitterAfter(rng, cfg.MigrateEvery)
 	migrated := make(chan failoverDone, 1)
+	migratingName := 0 // the index of the name whose slot is moving
 	migrating := false
 	defer func() {
 		if migrating {
@@ -922,7 +923,7 @@ loop:
 				killAll()
 				return nil, fmt.Errorf("migrating a slot: %w", d.err)
 			}
-			rep.topoChanges = append(rep.topoChanges, restart{down: d.down, up: d.up})
+			rep.topoChanges = append(rep.topoChanges, restart{down: d.down, up: d.up, only: migratingName + 1})
 			rep.Migrations++
 			rep.MigrationLongest = max(rep.MigrationLongest, time.Duration(d.up-d.down))
 			migrateTimer = jitterAfter(rng, cfg.MigrateEvery)
@@ -934,7 +935,9 @@ loop:
 			// Move a hot name's slot (one of each kind, taking turns) to
 			// another master: its keys go over in batches (MIGRATE),
 			// with ASK and TRYAGAIN replies meanwhile, then MOVED.
-			hot := names[rep.Migrations%min(len(names), len(cfg.Kinds))]
+			hotN := rep.Migrations % min(len(names), len(cfg.Kinds))
+			hot := names[hotN]
+			migratingName = hotN
 			migrating = true
 			go func() {
 				down := time.Now().UnixNano()

@@ -301,7 +301,8 @@ func TestStressFair(t *testing.T) {
 }
 
 // checkFIFO counts a grant that came before an earlier call, unless the
-// busy period had outlasted the wait timeout.
+// busy period had outlasted the wait timeout or a failover or migration of
+// the name's slot may have cost the waiter its place.
 func TestCheckFIFO(t *testing.T) {
 	msec := int64(time.Millisecond)
 	sec := func(s1, t0, tb int64) *section {
@@ -330,31 +331,43 @@ func TestCheckFIFO(t *testing.T) {
 	checkFIFO([]*section{sec(1, 50, 60), sec(3, 0, 100)}, []bool{true}, 2*time.Second, false, &v)
 	assert.Equal(t, Verdict{}, v, "calls closer than the slack are not ordered")
 
-	// A failover or migration while the passed-over waiter waited may have
-	// cost it its place; for a Redisson waiter, also one that ended up to
-	// javaTopologyWindow before its call (its queueing call may reach the
-	// new node late); a Go waiter's call after the change keeps its place.
+	// A failover or migration of the name's slot while the passed-over
+	// waiter waited may have cost it its place; for a Redisson waiter, also
+	// one that ended up to javaConnWindow before its call (its queueing
+	// call may reach the moved slot late); a Go waiter's call after the
+	// change keeps its place, and so does any waiter when the change moved
+	// another name's slot.
 	passed := func(lang string) []*section {
 		w := sec(3, 40_000, 40_900)
 		w.Lang = lang
 		return []*section{sec(1, 40_800, 40_810), w}
 	}
-	change := []restart{{down: 35_000 * msec, up: 36_000 * msec}}
-	v = Verdict{topoChanges: change}
+	window := javaConnWindow.Nanoseconds()
+	justBefore := []restart{{down: 39_000*msec - window, up: 40_000*msec - window + msec}}
+	v = Verdict{topoChanges: justBefore}
 	checkFIFO(passed("java-4.7.0"), []bool{true}, 2*time.Second, false, &v)
 	assert.Equal(t, 1, v.FIFOExplained)
 	assert.Equal(t, 1, v.FIFOAfterTopology)
 	assert.Zero(t, v.FIFOViolations)
-	v = Verdict{topoChanges: change}
+	v = Verdict{topoChanges: []restart{{down: 39_000*msec - window, up: 40_000*msec - window - msec}}}
+	checkFIFO(passed("java-4.7.0"), []bool{true}, 2*time.Second, false, &v)
+	assert.Equal(t, 1, v.FIFOViolations, "the change ended just over javaConnWindow before the Redisson call")
+	v = Verdict{topoChanges: []restart{{down: 39_000 * msec, up: 39_999 * msec}}}
 	checkFIFO(passed("go"), []bool{true}, 2*time.Second, false, &v)
 	assert.Equal(t, 1, v.FIFOViolations, "a Go waiter that called after the change ended")
-	v = Verdict{topoChanges: []restart{{down: 40_500 * msec, up: 41_000 * msec}}}
+	during := restart{down: 40_500 * msec, up: 41_000 * msec}
+	v = Verdict{topoChanges: []restart{during}}
 	checkFIFO(passed("go"), []bool{true}, 2*time.Second, false, &v)
 	assert.Equal(t, 1, v.FIFOAfterTopology, "a change during the Go waiter's wait")
 	assert.Zero(t, v.FIFOViolations)
-	v = Verdict{topoChanges: []restart{{down: 35_000*msec - javaTopologyWindow.Nanoseconds(), up: 36_000*msec - javaTopologyWindow.Nanoseconds()}}}
+	during.only = 1 // a migration of name 0's slot (the waiters' own)
+	v = Verdict{topoChanges: []restart{during}}
+	checkFIFO(passed("go"), []bool{true}, 2*time.Second, false, &v)
+	assert.Equal(t, 1, v.FIFOAfterTopology, "a migration of the name's own slot")
+	during.only = 2 // a migration of name 1's slot
+	v = Verdict{topoChanges: []restart{during}}
 	checkFIFO(passed("java-4.7.0"), []bool{true}, 2*time.Second, false, &v)
-	assert.Equal(t, 1, v.FIFOViolations, "the change ended more than javaTopologyWindow before the Redisson call")
+	assert.Equal(t, 1, v.FIFOViolations, "a migration of another name's slot")
 }
 
 // TestStressSemaphore: semaphores of 3 permits shared by 3 processes of 4

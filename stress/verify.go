@@ -101,8 +101,11 @@ type Verdict struct {
 	// the lock's hash (the B record's Gone): Redisson's lock() returned
 	// after the hold it took had run out, as when the reply to its script
 	// came after the response timeout and a retry. Such a section held
-	// nothing; RedissonGoneOverlaps counts the overlaps with one (not
-	// violations: the Java side reports an acquisition it no longer had).
+	// nothing; RedissonGoneOverlaps counts the overlaps with one where the
+	// other section entered once the gone hold could have run out (from
+	// the call's start plus the lease; not violations: the Java side
+	// reports an acquisition it no longer had). An earlier entry is judged
+	// as any overlap: the hold may still have been live.
 	RedissonGoneAtEntry, RedissonGoneOverlaps int
 	// RedissonUnlockRetries counts, by outcome, the Java workers' second
 	// tries after an unlock that failed with its outcome unknown (the H
@@ -228,7 +231,14 @@ type Verdict struct {
 type restart struct {
 	down, up int64
 	failover bool
+	// only: for a slot migration, 1 + the index of the name whose slot
+	// moved (its keys are hash-tagged by the name, so no other name's
+	// moved); 0: every name (a restart or a failover).
+	only int
 }
+
+// touches reports whether the change affected name n.
+func (x restart) touches(n int) bool { return x.only == 0 || x.only == n+1 }
 
 // restartWindow: errors this long after a restart are the outage's.
 const restartWindow = 10 * time.Second
@@ -283,6 +293,16 @@ func (v *Verdict) lossBetween(from, to int64) *restart {
 		}
 	}
 	return nil
+}
+
+// goneBefore reports whether section o entered once the hold of x, if x's
+// was gone at entry (section.gone), could have run out: x's grant came
+// after its call began (T0), so its hold lasted until T0 + lease at the
+// earliest; an o that entered before that overlapped a hold that may have
+// been live (a violation, whoever's defect). For an x that was not gone,
+// true.
+func goneBefore(x, o *section) bool {
+	return !x.gone || o.TB >= x.T0+x.Lease*ms-expirySlack
 }
 
 // lostOverlap counts an overlap that a restart or failover between from
@@ -518,8 +538,15 @@ func readRecords(procs []procResult, v *Verdict) ([]*section, error) {
 			}
 			switch r.K {
 			case "B":
-				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, Read: r.Read, killedAt: p.KilledAt, Lang: p.lang(), St: r.St, Tok: r.Tok, gone: r.Gone}
-				if r.Gone {
+				s := &section{proc: p.proc, G: r.G, N: r.N, S1: r.S1, T0: r.T0, TB: r.TB, Lease: r.Lease, WD: r.WD, Read: r.Read, killedAt: p.KilledAt, Lang: p.lang(), St: r.St, Tok: r.Tok}
+				switch {
+				case r.Gone && (p.Lang == "" || r.WD || r.Read || r.Lease <= 0):
+					// Only the Java worker's fixed-lease write holds
+					// check their own field at entry.
+					v.WorkerErrors++
+					v.problem("%s: a gone mark on a section that cannot carry one (Go, watchdog, read or no lease): %+v", p.proc, r)
+				case r.Gone:
+					s.gone = true
 					v.RedissonGoneAtEntry++
 				}
 				sections = append(sections, s)
@@ -808,7 +835,7 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 						v.ExpiryGapMax = max(v.ExpiryGapMax, gap)
 					}
 					continue // its lease ran out: it is no longer inside
-				case !e.open() && e.Lost:
+				case !e.open() && e.Lost && !e.gone:
 					// e's holder knew by its end that its hold had ended
 					// (Go: its HoldContext was done; Java: its fixed
 					// lease's TTL had run out).
@@ -820,9 +847,11 @@ func check(sections []*section, seqMax []int64, kills int, goroutines int, permi
 					// restart lost e's hold (Go: its watchdog reports it
 					// lost).
 					continue
-				case e.gone || l.gone:
+				case (e.gone || l.gone) && goneBefore(e, l) && goneBefore(l, e):
 					// One of the two was a Redisson section that found its
-					// own hold gone at entry: it held nothing.
+					// own hold gone at entry, and the other entered once
+					// that hold's lease could have run out: it held
+					// nothing by then.
 					v.RedissonGoneOverlaps++
 					v.problem("name %d: Redisson overlap (not counted as a violation): %s entered while %s was inside, and the Redisson one's hold was gone at its entry (lock() returned after its hold ran out)", n, l, e)
 				case e.unheld || l.unheld:
@@ -897,8 +926,11 @@ func fifoSlackOf(s *section) int64 {
 // about one wait after the queue formed; once a busy period (grants whose
 // calls all began before the previous section ended) has lasted fairWait,
 // a waiter may have been dropped and queued again: such reorders are
-// counted as explained. With faults, a refused queueing call may arrive
-// late, so every reorder is counted as explained and none fails the run.
+// counted as explained. So is a reorder whose passed-over waiter waited
+// through a CLIENT KILL (FIFOAfterConnKill) or a failover or migration of
+// its name's slot (FIFOAfterTopology, see topoChangeDuring). With faults,
+// a refused queueing call may arrive late, so every reorder is counted as
+// explained and none fails the run.
 //
 // FIFOHonoured counts grants followed by a grant to a caller that was
 // already waiting (its call began fifoSlack or more after the first's, and
@@ -965,23 +997,24 @@ func checkFIFO(sections []*section, fair []bool, fairWait time.Duration, faults 
 }
 
 // topoChangeDuring reports whether a failover or a slot migration may have
-// cost waiter w its place in a fair lock's line before to (the grant that
-// passed it): the change overlapped w's wait, from its call to to. A
-// failover can lose w's queue entry (a write the new master never had), a
-// migration moves the lock's keys, and the waiter queues again behind the
-// others. For a Redisson waiter the change counts until javaTopologyWindow
-// after it ended: Redisson's calls reach the new node only once it has
-// re-read the topology and re-subscribed, so its queueing call may reach
-// Redis long after it began (soaks on a cluster showed Go grants served
-// before a Redisson waiter whose call began about 0.9 s earlier, during
-// the changes).
+// cost waiter w its place in its fair lock's line before to (the grant
+// that passed it): a change that affected w's name (a failover every
+// name, a migration the one whose slot moved) overlapped w's wait, from
+// its call to to. A failover can lose w's queue entry (a write the new
+// master never had), a migration moves the line's keys, and the waiter
+// queues again behind the others. For a Redisson waiter the change counts
+// until javaConnWindow after it ended: Redisson's queueing call reaches
+// the moved slot only after a MOVED or a response timeout (3 s) and its
+// retry, so it may reach Redis seconds after it began (soaks on a cluster
+// showed Go grants served before a Redisson waiter whose call began about
+// 0.9 s earlier, around the changes).
 func (v *Verdict) topoChangeDuring(w *section, to int64) bool {
 	after := int64(0)
 	if w.Lang != "" && w.Lang != "go" {
-		after = javaTopologyWindow.Nanoseconds()
+		after = javaConnWindow.Nanoseconds()
 	}
 	return slices.ContainsFunc(v.topoChanges, func(x restart) bool {
-		return x.down <= to && x.up+after >= w.T0
+		return x.touches(w.N) && x.down <= to && x.up+after >= w.T0
 	})
 }
 

@@ -370,10 +370,16 @@ public final class SoakWorker {
             // whose reply came late (Redisson's retries after a response timeout)
             // may return after the hold it took has run out and another owner's
             // has begun, and PTTL then reads that owner's lease. So the worker
-            // asks, after PTTL, whether its own hold is still there (HEXISTS of
-            // its field): if it is, it was there at PTTL too and the TTL is its
-            // own; if not, the hold was gone at entry (the B record's gone), and
-            // the section counts as lost from its start.
+            // asks, after PTTL, whether its own hold is still there
+            // (isHeldByCurrentThread: its field in the hash, for a write lock
+            // also the write mode): if it is, it was there at PTTL too (only
+            // this thread's script adds its field) and the TTL is its own; if
+            // not, the hold was gone at entry (the B record's gone), and the
+            // section counts as lost from its start. (One narrow exception: an
+            // earlier attempt of the lock script, resent by Redisson and held
+            // up by a stall, lands between the two reads; the TTL read was then
+            // another owner's, and the section's end may be counted lost
+            // though its hold was not, excusing an overlap with it.)
             long expiresNs = Long.MAX_VALUE;
             boolean gone = false;
             if (!gr.wd && !UNSAFE) {
