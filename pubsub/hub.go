@@ -96,6 +96,7 @@ type Hub struct {
 	stopFn   context.CancelFunc
 
 	parked atomic.Int64 // waiters inside Sub.Wait, for Parked
+	count  atomic.Int64 // len(entries), read by Join without h.mu
 
 	linger time.Duration // see SetLinger; guarded by mu
 }
@@ -194,6 +195,13 @@ type Sub struct {
 	e    *entry
 	wake chan struct{}
 	done bool
+
+	// A share that Join took on a lingering channel: when the channel
+	// began to linger. Until the share waits (waited),
+	// it leaves the linger as it found it: an acquisition that got in at
+	// its first attempt does not keep a channel subscribed.
+	lingered time.Time
+	waited   atomic.Bool
 }
 
 // Subscribe returns a share of the subscription to channel, subscribing on
@@ -240,11 +248,43 @@ func (h *Hub) Subscribe(ctx context.Context, channel string) (*Sub, error) {
 	}
 }
 
+// Join returns a share of channel's subscription if the server has already
+// confirmed it (another waiter holds a share, or it lingers after its last
+// one), with no round trip; nil otherwise (then Subscribe). As with
+// Subscribe, a message published after Join returns reaches the waiter: a
+// waiter that joins before its first attempt need not attempt again
+// before it waits. A count-down latch's channel is never joined (its
+// awaiters read the channel's history from their own Subscribe on). The
+// caller must Release the Sub.
+func (h *Hub) Join(channel string) *Sub {
+	if h.count.Load() == 0 {
+		return nil // nothing subscribed: the uncontended path stays free
+	}
+	h.mu.Lock()
+	e := h.entries[channel]
+	if h.closed || e == nil || e.closing || !e.live.Load() || e.policy == latchPolicy {
+		h.mu.Unlock()
+		return nil
+	}
+	// While it lingered (no share) no message left a wake behind: the
+	// joiner's first attempt sees whatever they were about. If its
+	// connection broke meanwhile, this share keeps the entry, which
+	// subscribes again and then wakes every share (resync).
+	s := &Sub{e: e, wake: make(chan struct{}, 1)}
+	if e.refs == 0 {
+		s.lingered = e.idleAt
+	}
+	e.refs++
+	h.mu.Unlock()
+	return s
+}
+
 // start creates the entry for channel and its receive loop; h.mu is held.
 func (h *Hub) start(channel string) *entry {
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &entry{hub: h, channel: channel, cancel: cancel, ready: make(chan struct{}), done: make(chan struct{}), policy: policyOf(channel)}
 	h.entries[channel] = e
+	h.count.Add(1)
 	h.wg.Add(1)
 	go e.run(ctx)
 	if !h.probing {
@@ -257,8 +297,11 @@ func (h *Hub) start(channel string) *entry {
 
 // Release gives the share back. After the last Release of a channel it
 // lingers, still subscribed, for the Hub's linger time (see SetLinger), and
-// then unsubscribes. Release is idempotent.
+// then unsubscribes. Release is idempotent, and does nothing on a nil Sub.
 func (s *Sub) Release() {
+	if s == nil {
+		return
+	}
 	h := s.e.hub
 	e := s.e
 	h.mu.Lock()
@@ -267,7 +310,7 @@ func (s *Sub) Release() {
 		return
 	}
 	s.done = true
-	if !e.release() {
+	if !e.release(s) {
 		h.mu.Unlock()
 		return
 	}
@@ -286,7 +329,7 @@ func (s *Sub) Release() {
 
 // release drops s's share and, for the last one, either lets the entry
 // linger (reported true) or ends it; h.mu is held.
-func (e *entry) release() (lingers bool) {
+func (e *entry) release(s *Sub) (lingers bool) {
 	h := e.hub
 	e.refs--
 	if e.refs > 0 || e.closing {
@@ -300,10 +343,21 @@ func (e *entry) release() (lingers bool) {
 		return false
 	}
 	e.idleAt = time.Now()
+	if !s.lingered.IsZero() && !s.waited.Load() {
+		// Joined while it lingered and never waited: the linger goes
+		// on from when it began.
+		e.idleAt = s.lingered
+	}
+	d := h.linger - time.Since(e.idleAt)
+	if d <= 0 {
+		e.closing = true
+		e.cancel()
+		return false
+	}
 	if e.idle == nil {
-		e.idle = time.AfterFunc(h.linger, e.endLinger)
+		e.idle = time.AfterFunc(d, e.endLinger)
 	} else {
-		e.idle.Reset(h.linger)
+		e.idle.Reset(d)
 	}
 	return true
 }
@@ -330,6 +384,7 @@ func (e *entry) endLinger() {
 // ErrClosed come back as errors.
 func (s *Sub) Wait(ctx context.Context, d time.Duration) (bool, error) {
 	e := s.e
+	s.waited.Store(true)
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -588,6 +643,7 @@ func (e *entry) run(ctx context.Context) {
 		h.mu.Lock()
 		if h.entries[e.channel] == e {
 			delete(h.entries, e.channel)
+			h.count.Add(-1)
 		}
 		if e.idle != nil {
 			e.idle.Stop()

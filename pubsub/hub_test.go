@@ -450,3 +450,188 @@ func TestLatchChannelDoesNotLinger(t *testing.T) {
 	defer s.Release()
 	assert.False(t, s.LatchShut(0), "a new share saw no '1'")
 }
+
+// Join shares a confirmed subscription with no round trip, and only that:
+// a channel never subscribed, one still subscribing, one ending, or a
+// count-down latch's are not joined. A message published after Join
+// returns is heard, both on a lingering channel and on one another waiter
+// holds; a lingering channel joined again keeps no wake from the time
+// nobody held it.
+func TestJoin(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.hub.SetLinger(time.Hour)
+	assert.Nil(t, e.hub.Join("j"), "a channel never subscribed is not joined")
+
+	s, err := e.hub.Subscribe(ctx, "j")
+	require.NoError(t, err)
+	calls := e.subscribeCalls(t)
+	j := e.hub.Join("j")
+	require.NotNil(t, j, "a channel another waiter holds is joined")
+	assert.Equal(t, calls, e.subscribeCalls(t), "Join sent no SUBSCRIBE")
+	_, _, subs := e.hub.Stats()
+	assert.Equal(t, 2, subs)
+	e.publish(t, "j", "1") // wakes every share
+	for _, w := range []*pubsub.Sub{s, j} {
+		ok, err := w.Wait(ctx, 5*time.Second)
+		require.NoError(t, err)
+		assert.True(t, ok)
+	}
+	s.Release()
+	j.Release()
+
+	// Lingering: a message while nobody holds the channel leaves no wake.
+	// The barrier channel shares j's connection, whose messages arrive in
+	// order: once its message is heard, j's was handled.
+	b, err := e.hub.Subscribe(ctx, "barrier")
+	require.NoError(t, err)
+	calls = e.subscribeCalls(t)
+	e.publish(t, "j", "0")
+	e.publish(t, "barrier", "0")
+	ok, err := b.Wait(ctx, 5*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	j = e.hub.Join("j")
+	require.NotNil(t, j, "a lingering channel is joined")
+	ok, err = j.Wait(ctx, 0) // a kept wake would return true at once
+	require.NoError(t, err)
+	assert.False(t, ok, "a message from before Join woke the joiner")
+	e.publish(t, "j", "0")
+	ok, err = j.Wait(ctx, 5*time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok, "a message after Join is heard")
+	j.Release()
+	b.Release()
+	assert.Equal(t, calls, e.subscribeCalls(t), "Join sent no SUBSCRIBE")
+
+	// A latch's channel is never joined, even while an awaiter holds it.
+	const latch = "redisson_countdownlatch__channel__{L}"
+	l, err := e.hub.Subscribe(ctx, latch)
+	require.NoError(t, err)
+	assert.Nil(t, e.hub.Join(latch))
+	l.Release()
+
+	// A lingering channel whose connection broke ends, and is not joined
+	// once it is going.
+	_, err = e.srv.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { ch, _, _ := e.hub.Stats(); return ch == 0 }, 10*time.Second, time.Millisecond)
+	assert.Nil(t, e.hub.Join("j"))
+
+	// Closed: nothing is joined.
+	s, err = e.hub.Subscribe(ctx, "k")
+	require.NoError(t, err)
+	e.hub.Close()
+	assert.Nil(t, e.hub.Join("k"))
+	s.Release()
+	var none *pubsub.Sub
+	none.Release() // a nil Sub's Release does nothing
+}
+
+// A waiter that joined a lingering channel whose connection then broke
+// keeps the channel: it subscribes again and wakes the joiner, which may
+// have missed a message meanwhile.
+func TestJoinedChannelResubscribes(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.hub.SetLinger(time.Hour)
+	s, err := e.hub.Subscribe(ctx, "r")
+	require.NoError(t, err)
+	s.Release()
+	j := e.hub.Join("r")
+	require.NotNil(t, j)
+	defer j.Release()
+	_, err = e.srv.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub")
+	require.NoError(t, err)
+	ok, err := j.Wait(ctx, 10*time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok, "the resubscription woke the joiner")
+	require.Eventually(t, func() bool { return e.numsub(t, "r") == 1 }, 10*time.Second, time.Millisecond)
+	// The new subscription's confirmation may wake it once more (resync):
+	// take that wake, then nothing is left.
+	for {
+		ok, err = j.Wait(ctx, 100*time.Millisecond)
+		require.NoError(t, err)
+		if !ok {
+			break
+		}
+	}
+	ok, err = j.Wait(ctx, 0)
+	require.NoError(t, err)
+	require.False(t, ok)
+	e.publish(t, "r", "0")
+	ok, err = j.Wait(ctx, 5*time.Second)
+	require.NoError(t, err)
+	assert.True(t, ok, "heard on the new subscription")
+}
+
+// Join refuses a channel whose SUBSCRIBE the server has not confirmed yet
+// (a message published before the confirmation would be lost to a joiner
+// that skips its second attempt): here the server is paused while the
+// first waiter subscribes.
+func TestJoinWaitsForConfirmation(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	// A pause the test does not lift: every command waits for its end,
+	// an UNPAUSE on a new connection (its HELLO) too.
+	_, err := e.srv.Do(ctx, "CLIENT", "PAUSE", "1500", "ALL")
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		s, err := e.hub.Subscribe(ctx, "p")
+		if err == nil {
+			defer s.Release()
+		}
+		got <- err
+	}()
+	require.Eventually(t, func() bool { ch, _, _ := e.hub.Stats(); return ch == 1 }, 5*time.Second, time.Millisecond)
+	assert.Nil(t, e.hub.Join("p"), "a channel still subscribing was joined")
+	require.NoError(t, <-got)
+	j := e.hub.Join("p")
+	require.NotNil(t, j, "once confirmed, it is joined")
+	j.Release()
+}
+
+// A share that joined a lingering channel and never waited (an acquisition
+// that got in at its first attempt) does not start its linger again: a
+// name taken uncontended again and again does not keep its channel.
+func TestJoinWithoutWaitKeepsLingerEnd(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const linger = 300 * time.Millisecond
+	e.hub.SetLinger(linger)
+	s, err := e.hub.Subscribe(ctx, "n")
+	require.NoError(t, err)
+	s.Release()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			if j := e.hub.Join("n"); j != nil {
+				j.Release()
+			}
+		}
+	}()
+	require.Eventually(t, func() bool { ch, _, _ := e.hub.Stats(); return ch == 0 }, 5*time.Second, time.Millisecond,
+		"joins that never waited kept the channel lingering")
+
+	// A joiner that waits starts the linger anew when it leaves.
+	s, err = e.hub.Subscribe(ctx, "w")
+	require.NoError(t, err)
+	s.Release()
+	time.Sleep(linger / 2) // half the linger passes before the join
+	j := e.hub.Join("w")
+	require.NotNil(t, j)
+	_, err = j.Wait(ctx, 0)
+	require.NoError(t, err)
+	j.Release()
+	time.Sleep(linger * 3 / 4) // the first linger would have ended by now
+	ch, lingering, _ := e.hub.Stats()
+	assert.Equal(t, 1, ch, "the waiting joiner's release started the linger again")
+	assert.Equal(t, 1, lingering)
+}

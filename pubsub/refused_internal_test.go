@@ -37,3 +37,28 @@ func TestRefusedForGood(t *testing.T) {
 	}
 	assert.False(t, refusedForGood(context.Canceled), "not a server reply")
 }
+
+// Join refuses an entry that is going (closing: its receive loop is
+// ending, so a joiner would never hear a message), and takes it again
+// once it is not.
+func TestJoinRefusesClosingEntry(t *testing.T) {
+	srv := redistest.Standalone(t)
+	rc, err := srv.Client()
+	require.NoError(t, err)
+	h := New(rc, false, nil)
+	t.Cleanup(func() { h.Close(); rc.Close() })
+	s, err := h.Subscribe(context.Background(), "c")
+	require.NoError(t, err)
+	defer s.Release()
+	h.mu.Lock()
+	e := h.entries["c"]
+	e.closing = true
+	h.mu.Unlock()
+	assert.Nil(t, h.Join("c"))
+	h.mu.Lock()
+	e.closing = false
+	h.mu.Unlock()
+	j := h.Join("c")
+	require.NotNil(t, j)
+	j.Release()
+}

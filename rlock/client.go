@@ -410,7 +410,7 @@ func (c *Client) read(ctx context.Context, try func(ctx context.Context) error) 
 type Stats struct {
 	Subscriptions int // channels subscribed to for waiters (one per lock name waited on)
 	Lingering     int // channels still subscribed after their last waiter left (see WithSubscriptionLinger), or tearing down
-	Waiters       int // calls waiting for a lock
+	Waiters       int // calls waiting for a lock (and, for an instant, calls that joined a live channel before their first attempt)
 	Parked        int // of those, the ones parked until a message (or their timeout) after an attempt
 	Renewing      int // holds the watchdog renews
 	Holds         int // records in the hold table (holds, and operations under way)

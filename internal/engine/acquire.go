@@ -13,7 +13,8 @@ import (
 
 // AcquireToken runs Redisson's acquire loop (PROTOCOL.md 2.8) for field on s: try;
 // subscribe; try again; wait for a wake-up at most min(ttl, wait left);
-// repeat. wait < 0 waits until ctx ends; wait == 0 makes one attempt and
+// repeat. A waiter whose channel is subscribed already joins it before its
+// first attempt and skips the second. wait < 0 waits until ctx ends; wait == 0 makes one attempt and
 // does not subscribe. lease > 0 is a fixed lease, otherwise the watchdog
 // renews the hold. It reports whether the lock was taken; ctx's error when
 // ctx ended first (an acquisition that raced it is undone).
@@ -56,6 +57,18 @@ func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, 
 			}
 		}()
 	}
+	var channel string
+	var sub *pubsub.Sub
+	if wait != 0 && s.Spin == nil {
+		channel = s.Channel
+		if s.WaitChannel != nil {
+			channel = s.WaitChannel(field)
+		}
+		// A waiter on a channel already subscribed shares it before its
+		// first attempt, which then needs no second one (see Join).
+		sub = e.Hub.Join(channel)
+	}
+	defer func() { sub.Release() }()
 	ttl, token, ok, err := e.try(ctx, s, field, lease, wait, first, &queued)
 	if ok || err != nil {
 		return token, ok, err
@@ -70,38 +83,20 @@ func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, 
 	if s.Spin != nil {
 		return e.spin(ctx, s, field, lease, end)
 	}
-
-	subTimeout := e.SubscriptionTimeout
-	if !end.IsZero() && left() < subTimeout {
-		subTimeout = left()
-	}
-	sctx, cancel := context.WithTimeout(ctx, subTimeout)
-	channel := s.Channel
-	if s.WaitChannel != nil {
-		channel = s.WaitChannel(field)
-	}
-	sub, err := e.Hub.Subscribe(sctx, channel)
-	cancel()
-	if err != nil {
-		switch {
-		case errors.Is(err, pubsub.ErrClosed):
-			return 0, false, hold.ErrClosed
-		case ctx.Err() != nil:
-			return 0, false, ctx.Err()
-		case !end.IsZero() && left() <= 0:
-			return 0, false, nil
-		case errors.Is(err, context.DeadlineExceeded):
-			return 0, false, fmt.Errorf("%w: %q: no subscription to %q within %v", ErrTimeout, s.Name, channel, e.SubscriptionTimeout)
+	tried := sub != nil // the last attempt came after the subscription
+	if !tried {
+		if sub, err = e.subscribe(ctx, s.Name, channel, end); sub == nil {
+			return 0, false, err
 		}
-		return 0, false, fmt.Errorf("rlock: %q: subscribing to %q: %w", s.Name, channel, err)
 	}
-	defer sub.Release()
-
 	for {
-		ttl, token, ok, err = e.try(ctx, s, field, lease, wait, end, &queued)
-		if ok || err != nil {
-			return token, ok, err
+		if !tried {
+			ttl, token, ok, err = e.try(ctx, s, field, lease, wait, end, &queued)
+			if ok || err != nil {
+				return token, ok, err
+			}
 		}
+		tried = false
 		d := time.Duration(-1) // no expiry: wait for a message only
 		if ttl >= 0 {
 			d = ttl

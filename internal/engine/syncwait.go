@@ -17,8 +17,9 @@ import (
 const SyncRecheck = time.Second
 
 // WaitSync is the wait loop of the synchronizers: try; subscribe to
-// channel; try again; wait for a message at most min(hint, SyncRecheck,
-// time left); repeat, until try succeeds or fails, end passes (zero: no
+// channel (a live one is joined before the first attempt instead, and the
+// next attempt skipped); try again; wait for a message at most min(hint,
+// SyncRecheck, time left); repeat, until try succeeds or fails, end passes (zero: no
 // limit; end not after now: one attempt, no subscription) or ctx ends
 // (ctx's error). try gets the deadline of its call's retries and reports
 // ok, or a hint (> 0) of when to look again.
@@ -52,6 +53,13 @@ func (e *Engine) waitSync(ctx context.Context, name, channel string, end time.Ti
 	if end.After(first) {
 		first = end
 	}
+	var sub *pubsub.Sub
+	if end.IsZero() || end.After(start) {
+		// A waiter on a channel already subscribed shares it before its
+		// first attempt, which then needs no second one (see Join).
+		sub = e.Hub.Join(channel)
+	}
+	defer func() { sub.Release() }()
 	ok, hint, err := try(ctx, first, nil, false)
 	if ok || err != nil {
 		return ok, err
@@ -60,37 +68,25 @@ func (e *Engine) waitSync(ctx context.Context, name, channel string, end time.Ti
 	if !end.IsZero() && left() <= 0 {
 		return false, nil
 	}
-	subTimeout := e.SubscriptionTimeout
-	if !end.IsZero() && left() < subTimeout {
-		subTimeout = left()
-	}
-	sctx, cancel := context.WithTimeout(ctx, subTimeout)
-	sub, err := e.Hub.Subscribe(sctx, channel)
-	cancel()
-	if err != nil {
-		switch {
-		case errors.Is(err, pubsub.ErrClosed):
-			return false, hold.ErrClosed
-		case ctx.Err() != nil:
-			return false, ctx.Err()
-		case !end.IsZero() && left() <= 0:
-			return false, nil
-		case errors.Is(err, context.DeadlineExceeded):
-			return false, fmt.Errorf("%w: %q: no subscription to %q within %v", ErrTimeout, name, channel, e.SubscriptionTimeout)
+	tried := sub != nil // the last attempt came after the subscription
+	if !tried {
+		if sub, err = e.subscribe(ctx, name, channel, end); sub == nil {
+			return false, err
 		}
-		return false, fmt.Errorf("rlock: %q: subscribing to %q: %w", name, channel, err)
 	}
-	defer sub.Release()
 	woken := false
 	for {
-		deadline := end
-		if deadline.IsZero() || time.Until(deadline) < e.Budget {
-			deadline = time.Now().Add(e.Budget)
+		if !tried {
+			deadline := end
+			if deadline.IsZero() || time.Until(deadline) < e.Budget {
+				deadline = time.Now().Add(e.Budget)
+			}
+			ok, hint, err = try(ctx, deadline, sub, woken)
+			if ok || err != nil {
+				return ok, err
+			}
 		}
-		ok, hint, err = try(ctx, deadline, sub, woken)
-		if ok || err != nil {
-			return ok, err
-		}
+		tried = false
 		d := SyncRecheck
 		if hint > 0 && hint < d {
 			d = hint
@@ -113,4 +109,32 @@ func (e *Engine) waitSync(ctx context.Context, name, channel string, end time.Ti
 			return false, fmt.Errorf("rlock: %q: waiting: %w", name, err)
 		}
 	}
+}
+
+// subscribe returns a share of channel's subscription, for a waiter on name
+// whose wait ends at end (zero: no limit), bounded by the subscription
+// timeout. A nil Sub with a nil error: the wait ended first.
+func (e *Engine) subscribe(ctx context.Context, name, channel string, end time.Time) (*pubsub.Sub, error) {
+	left := func() time.Duration { return time.Until(end) }
+	subTimeout := e.SubscriptionTimeout
+	if !end.IsZero() && left() < subTimeout {
+		subTimeout = left()
+	}
+	sctx, cancel := context.WithTimeout(ctx, subTimeout)
+	sub, err := e.Hub.Subscribe(sctx, channel)
+	cancel()
+	if err == nil {
+		return sub, nil
+	}
+	switch {
+	case errors.Is(err, pubsub.ErrClosed):
+		return nil, hold.ErrClosed
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case !end.IsZero() && left() <= 0:
+		return nil, nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return nil, fmt.Errorf("%w: %q: no subscription to %q within %v", ErrTimeout, name, channel, e.SubscriptionTimeout)
+	}
+	return nil, fmt.Errorf("rlock: %q: subscribing to %q: %w", name, channel, err)
 }
