@@ -27,11 +27,12 @@ type CountDownLatch struct {
 	name    string
 	err     error
 	channel string
+	record  string // this client's record key of it (engine.RecCall.Record)
 }
 
 // CountDownLatch returns the count-down latch called name.
 func (c *Client) CountDownLatch(name string) *CountDownLatch {
-	l := &CountDownLatch{c: c, name: name, channel: names.LatchChannel(name)}
+	l := &CountDownLatch{c: c, name: name, channel: names.LatchChannel(name), record: names.Record(name, c.ID())}
 	l.err = checkSyncName(name, c.cluster, l.channel)
 	if l.err != nil && c.cluster && strings.Contains(name, "{") {
 		// Redisson's latch channel wraps the name in braces whatever it
@@ -130,5 +131,5 @@ func (l *CountDownLatch) await(ctx context.Context, end time.Time) (bool, error)
 
 func (l *CountDownLatch) update(ctx context.Context, noSync bool, op string, arg ...string) (int64, error) {
 	args := append(append([]string{op}, arg...), l.c.eng.Publish)
-	return l.c.recorded(ctx, &engine.RecCall{Script: scripts.LatchUpdate, Name: l.name, Keys: []string{l.name, l.channel}, Args: args, NoSync: noSync, Redo: op == "countdown"}, op)
+	return l.c.recorded(ctx, &engine.RecCall{Script: scripts.LatchUpdate, Name: l.name, Record: l.record, Keys: []string{l.name, l.channel}, Args: args, NoSync: noSync, Redo: op == "countdown"}, op)
 }

@@ -42,12 +42,15 @@ type PermitExpirableSemaphore struct {
 	err      error
 	channel  string
 	timeouts string
+	record   string   // this client's record key of it (engine.RecCall.Record)
+	keys     []string // {name, channel, timeouts} (read only)
 }
 
 // PermitExpirableSemaphore returns the permit-expirable semaphore called
 // name.
 func (c *Client) PermitExpirableSemaphore(name string) *PermitExpirableSemaphore {
-	s := &PermitExpirableSemaphore{c: c, name: name, channel: names.SemaphoreChannel(name), timeouts: names.PermitTimeouts(name)}
+	s := &PermitExpirableSemaphore{c: c, name: name, channel: names.SemaphoreChannel(name), timeouts: names.PermitTimeouts(name), record: names.Record(name, c.ID())}
+	s.keys = []string{name, s.channel, s.timeouts}
 	s.err = checkSyncName(name, c.cluster, s.channel)
 	if s.err == nil && c.cluster && names.Slot(s.timeouts) != names.Slot(name) {
 		s.err = fmt.Errorf("%w: %q: its timeout set %q falls in another cluster slot", ErrInvalidName, name, s.timeouts)
@@ -267,7 +270,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lea
 			now := time.Now()
 			args := append([]string{strconv.Itoa(n), expiry(now, lease), strconv.FormatInt(now.UnixMilli(), 10), neverExpires, e.Publish}, raw...)
 			o, err := e.Recorded(ctx, deadline, &engine.RecCall{
-				Script: scripts.PsemAcquire, Name: s.name, Keys: []string{s.name, s.timeouts, s.channel}, Args: args,
+				Script: scripts.PsemAcquire, Name: s.name, Record: s.record, Keys: []string{s.name, s.timeouts, s.channel}, Args: args,
 				Stop: ctx.Done(),
 				Undo: func(bg context.Context, _ string) { s.undo(bg, raw) },
 			})
@@ -324,14 +327,14 @@ func (s *PermitExpirableSemaphore) undo(ctx context.Context, raw []string) {
 
 func (s *PermitExpirableSemaphore) release(ctx context.Context, mode string, raw ...string) (int64, error) {
 	args := append([]string{strconv.FormatInt(time.Now().UnixMilli(), 10), s.c.eng.Publish, mode}, raw...)
-	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.PsemRelease, Name: s.name, Keys: []string{s.name, s.channel, s.timeouts}, Args: args, Redo: true}, "release")
+	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.PsemRelease, Name: s.name, Record: s.record, Keys: s.keys, Args: args, Redo: true}, "release")
 }
 
 func (s *PermitExpirableSemaphore) update(ctx context.Context, op string, n int) (int64, error) {
 	if s.err != nil {
 		return 0, s.err
 	}
-	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.PsemUpdate, Name: s.name, Keys: []string{s.name, s.channel, s.timeouts},
+	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.PsemUpdate, Name: s.name, Record: s.record, Keys: s.keys,
 		Args: []string{op, strconv.Itoa(n), s.c.eng.Publish}}, op)
 }
 

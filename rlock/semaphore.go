@@ -30,11 +30,15 @@ type Semaphore struct {
 	name    string
 	err     error
 	channel string
+	record  string   // this client's record key of it (engine.RecCall.Record)
+	keys    []string // {name}: the acquire's keys (read only)
+	upKeys  []string // {name, channel}: the other writes' keys (read only)
 }
 
 // Semaphore returns the semaphore called name.
 func (c *Client) Semaphore(name string) *Semaphore {
-	s := &Semaphore{c: c, name: name, channel: names.SemaphoreChannel(name)}
+	s := &Semaphore{c: c, name: name, channel: names.SemaphoreChannel(name), record: names.Record(name, c.ID())}
+	s.keys, s.upKeys = []string{name}, []string{name, s.channel}
 	s.err = checkSyncName(name, c.cluster, s.channel)
 	return s
 }
@@ -133,7 +137,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (ok 
 	return e.WaitSync(ctx, s.name, s.channel, end, func(ctx context.Context, deadline time.Time) (bool, time.Duration, error) {
 		for unsynced := 1; ; unsynced++ {
 			o, err := e.Recorded(ctx, deadline, &engine.RecCall{
-				Script: scripts.SemAcquire, Name: s.name, Keys: []string{s.name}, Args: []string{arg},
+				Script: scripts.SemAcquire, Name: s.name, Record: s.record, Keys: s.keys, Args: []string{arg},
 				Stop: ctx.Done(),
 				Undo: func(bg context.Context, _ string) { s.undo(bg, arg) },
 			})
@@ -180,7 +184,8 @@ func (s *Semaphore) update(ctx context.Context, op string, arg ...string) (int64
 	if s.err != nil {
 		return 0, s.err
 	}
-	args := []string{op}
+	args := make([]string, 1, 3)
+	args[0] = op
 	if len(arg) > 0 {
 		args = append(args, arg[0])
 	} else {
@@ -189,7 +194,7 @@ func (s *Semaphore) update(ctx context.Context, op string, arg ...string) (int64
 	args = append(args, s.c.eng.Publish)
 	// A release whose outcome stays unknown is owed: the background
 	// sends it again if it did not run.
-	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.SemUpdate, Name: s.name, Keys: []string{s.name, s.channel}, Args: args, Redo: op == "release"}, op)
+	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.SemUpdate, Name: s.name, Record: s.record, Keys: s.upKeys, Args: args, Redo: op == "release"}, op)
 }
 
 // recorded runs a synchronizer's write exactly, with replica sync, and

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/goredisson/locks/internal/hold"
 	"github.com/goredisson/locks/internal/names"
 	"github.com/goredisson/locks/scripts"
@@ -41,11 +43,11 @@ type ops struct {
 	mu   sync.Mutex
 	next uint64
 	objs map[string]*objOps
+	free []*objOps // emptied entries, for reuse
 }
 
 type objOps struct {
-	open map[uint64]struct{}
-	low  uint64 // the lowest open seq
+	open []uint64 // the seqs not resolved yet, ascending: open[0] is the low mark
 }
 
 func (o *ops) begin(name string) (seq, low uint64) {
@@ -58,11 +60,16 @@ func (o *ops) begin(name string) (seq, low uint64) {
 	seq = o.next
 	ob := o.objs[name]
 	if ob == nil {
-		ob = &objOps{open: make(map[uint64]struct{}), low: seq}
+		if n := len(o.free); n > 0 {
+			ob = o.free[n-1]
+			o.free = o.free[:n-1]
+		} else {
+			ob = &objOps{}
+		}
 		o.objs[name] = ob
 	}
-	ob.open[seq] = struct{}{}
-	return seq, ob.low
+	ob.open = append(ob.open, seq) // seqs only grow: it stays sorted
+	return seq, ob.open[0]
 }
 
 func (o *ops) end(name string, seq uint64) {
@@ -72,17 +79,17 @@ func (o *ops) end(name string, seq uint64) {
 	if ob == nil {
 		return
 	}
-	delete(ob.open, seq)
+	for i, s := range ob.open {
+		if s == seq {
+			ob.open = append(ob.open[:i], ob.open[i+1:]...)
+			break
+		}
+	}
 	if len(ob.open) == 0 {
 		delete(o.objs, name) // the next call's own seq is the low mark
-		return
-	}
-	if seq != ob.low {
-		return
-	}
-	ob.low = o.next
-	for s := range ob.open {
-		ob.low = min(ob.low, s)
+		if len(o.free) < 64 {
+			o.free = append(o.free, ob)
+		}
 	}
 }
 
@@ -90,6 +97,7 @@ func (o *ops) end(name string, seq uint64) {
 type RecCall struct {
 	Script *scripts.Script
 	Name   string   // the object's raw name: its slot, its record key
+	Record string   // the record key, names.Record(Name, client id); "": made per call
 	Keys   []string // the object's keys; the fence and record keys follow
 	Args   []string // the operation's arguments; sync_prelude's come first
 	// NoSync: no replica sync (the count-down latch's countDown, as
@@ -177,11 +185,15 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 	seq, low := e.ops.begin(c.Name)
 	sq := strconv.FormatUint(seq, 10)
 	fence := NewFence(c.Name)
-	record := names.Record(c.Name, e.ClientID)
-	keys := make([]string, 0, len(c.Keys)+2)
-	keys = append(append(keys, c.Keys...), fence, record)
-	args := make([]string, 0, len(c.Args)+3)
-	args = append(append(args, sq, strconv.FormatUint(low, 10), recordTTLms), c.Args...)
+	record := c.Record
+	if record == "" {
+		record = names.Record(c.Name, e.ClientID)
+	}
+	// One allocation for both lists.
+	nk := len(c.Keys) + 2
+	buf := make([]string, 0, nk+len(c.Args)+3)
+	keys := append(append(buf[:0:nk], c.Keys...), fence, record)
+	args := append(append(buf[nk:nk], sq, strconv.FormatUint(low, 10), recordTTLms), c.Args...)
 	for {
 		sent := time.Now()
 		var r Reply
@@ -193,7 +205,7 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		switch r.Class {
 		case Done:
 			e.ops.end(c.Name, seq)
-			if s, err := r.Res.ToString(); err == nil && s == "FENCED" {
+			if fencedStatus(r.Res) {
 				return RecOutcome{}, false, fmt.Errorf("%w: %q", errFenced, c.Name)
 			}
 			return RecOutcome{Reply: r}, false, nil
@@ -345,4 +357,15 @@ func (e *Engine) laterRecord(c *RecCall, sent time.Time, fence, record, sq strin
 // returns ErrNoSyncedReplicas if none ever acknowledged.
 func (e *Engine) SyncResync(ctx context.Context, name string, r Reply) error {
 	return e.resync(ctx, name, r)
+}
+
+// fencedStatus reports whether res is the status FENCED (sync_prelude.lua),
+// without the error an integer reply's ToString would allocate.
+func fencedStatus(res rueidis.RedisResult) bool {
+	m, err := res.ToMessage()
+	if err != nil || !m.IsString() {
+		return false
+	}
+	s, _ := m.ToString()
+	return s == "FENCED"
 }
