@@ -22,6 +22,9 @@ type Server struct {
 	cmd  *exec.Cmd
 }
 
+// Pid returns the redis-server's process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
 // StartRedis starts redis-server on a free loopback port and waits until it
 // answers PING.
 func StartRedis() (*Server, error) {

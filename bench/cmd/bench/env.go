@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +20,18 @@ type envInfo struct {
 	Date                                                        time.Time
 	LoadStart, LoadEnd                                          string
 	Duration                                                    time.Duration
+	// Wake is the wake-up probe (wakeProbe): sequential PINGs from a
+	// client on Redis's own CPU and on another one.
+	Wake wakeInfo
+}
+
+// wakeInfo is the mean round trip of one client's sequential PINGs
+// (redis-benchmark -c 1), in µs, with the client pinned to the CPU
+// redis-server is pinned to (Same) and to another CPU (Other); Err says
+// why it was not measured.
+type wakeInfo struct {
+	Same, Other float64
+	Err         string
 }
 
 func collectEnv(a *bench.Admin) envInfo {
@@ -70,4 +84,53 @@ func libraryVersion() string {
 		v += " (with uncommitted changes in the library packages)"
 	}
 	return v
+}
+
+// wakeProbe measures what a round trip costs when the client and Redis
+// run on one CPU and when each has its own: redis-server is pinned to
+// CPU 0 for the probe (and given every CPU back after it), and
+// redis-benchmark sends 20,000 sequential PINGs from CPU 0, then from
+// CPU 1. On a machine where a sleeping CPU takes long to wake (a virtual
+// machine's idle vCPU), the second costs the first plus two such
+// wake-ups, and every client's one-goroutine figures are bound by it.
+func wakeProbe(addr string, pid, cores int) wakeInfo {
+	if cores < 2 {
+		return wakeInfo{Err: "one CPU"}
+	}
+	for _, b := range []string{"taskset", "redis-benchmark"} {
+		if _, err := exec.LookPath(b); err != nil {
+			return wakeInfo{Err: b + " not found"}
+		}
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	p := strconv.Itoa(pid)
+	if out, err := exec.Command("taskset", "-p", "-c", "0", p).CombinedOutput(); err != nil {
+		return wakeInfo{Err: "pinning redis-server: " + strings.TrimSpace(string(out))}
+	}
+	defer exec.Command("taskset", "-p", "-c", "0-"+strconv.Itoa(cores-1), p).Run()
+	mean := func(cpu string) (float64, error) {
+		out, err := exec.Command("taskset", "-c", cpu, "redis-benchmark", "-h", host, "-p", port,
+			"-c", "1", "-n", "20000", "-t", "ping", "--csv").Output()
+		if err != nil {
+			return 0, err
+		}
+		// "PING_MBULK","rps","avg_latency_ms",...
+		for _, l := range strings.Split(string(out), "\n") {
+			f := strings.Split(l, ",")
+			if len(f) > 2 && strings.Trim(f[0], `"`) == "PING_MBULK" {
+				ms, err := strconv.ParseFloat(strings.Trim(f[2], `"`), 64)
+				return ms * 1000, err
+			}
+		}
+		return 0, fmt.Errorf("no PING_MBULK line in %q", out)
+	}
+	var w wakeInfo
+	var err error
+	if w.Same, err = mean("0"); err == nil {
+		w.Other, err = mean("1")
+	}
+	if err != nil {
+		return wakeInfo{Err: "redis-benchmark: " + err.Error()}
+	}
+	return w
 }

@@ -191,6 +191,8 @@ func run(o options) error {
 	defer r.admin.Close()
 	r.env = collectEnv(r.admin)
 	r.env.LoadStart = loadAvg()
+	r.env.Wake = wakeProbe(r.srv.Addr, r.srv.Pid(), r.env.Cores)
+	logf("wake-up probe: %+v", r.env.Wake)
 
 	if o.profileDir != "" {
 		return r.profile()

@@ -174,6 +174,11 @@ func (r *runner) write() error {
 	w("| machine | %s, %d cores, %s RAM, %s |\n", e.CPU, e.Cores, e.Mem, e.Kernel)
 	w("| load average (1, 5, 15 min) | %s at the start, %s at the end |\n", e.LoadStart, e.LoadEnd)
 	w("| Redis | %s (throwaway redis-server on 127.0.0.1, no persistence, same machine) |\n", e.Redis)
+	if e.Wake.Err != "" {
+		w("| round trip, one client | not measured: %s |\n", e.Wake.Err)
+	} else if e.Wake.Same > 0 {
+		w("| round trip, one client | %.0f µs with the client on Redis's CPU, %.0f µs on another CPU (redis-benchmark -c 1 PING, mean; see \"Why rlock trails\") |\n", e.Wake.Same, e.Wake.Other)
+	}
 	w("| Go | %s |\n", e.Go)
 	if e.Library != "" {
 		w("| library | %s |\n", e.Library)
@@ -282,7 +287,7 @@ func (r *runner) writeS1Misses(w func(string, ...any)) {
 	for _, l := range lines {
 		w("%s\n", l)
 	}
-	w("\nWhere Redis is well below a full core for rlock, Redis is not the limit: the rest of the gap is this library's client work per pair (the hold table, the goroutine owner, the exact-outcome bookkeeping, the rueidis pipeline) on 2 cores shared with Redis and the other contenders' idle processes. At 1 and 4 goroutines every contender waits on loopback round trips (see PING in S2) and differences of a few percent are within the run-to-run noise. Redisson's format costs Redis more per pair than rueidislock's (a hash with HINCRBY, PEXPIRE and PUBLISH on unlock), which bounds the ratio to rueidislock where Redis is the ceiling.\n\n")
+	w("\nWhere Redis is well below a full core for rlock, Redis is not the limit: the rest of the gap is this library's client work per pair (the hold table, the goroutine owner, the exact-outcome bookkeeping, the rueidis pipeline) on 2 cores shared with Redis and the other contenders' idle processes. At 1 and 4 goroutines every contender waits on loopback round trips (see PING in S2) and differences of a few percent are within the run-to-run noise.%s Redisson's format costs Redis more per pair than rueidislock's (a hash with HINCRBY, PEXPIRE and PUBLISH on unlock), which bounds the ratio to rueidislock where Redis is the ceiling.\n\n", wakeNote(r.env.Wake))
 }
 
 func (r *runner) writeTargets(w func(string, ...any)) {
@@ -813,4 +818,13 @@ func (r *runner) writeRedLock(w func(string, ...any)) {
 		}
 	}
 	w("\n")
+}
+
+// wakeNote explains the one-goroutine figures from the wake-up probe.
+func wakeNote(w wakeInfo) string {
+	if w.Same <= 0 || w.Other <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" On this machine a round trip costs %.0f µs when the client runs on Redis's CPU and %.0f µs when it runs on the other one (the probe in the table at the top): each of the two wake-ups of a sleeping CPU costs about %.0f µs, more than Redis's work on a script. With one goroutine a pair is two such round trips for every contender, so the one-goroutine rows measure these wake-ups (which the scheduler makes more or less often from run to run) more than any client; this is why they move by 20-40%% between runs.",
+		w.Same, w.Other, (w.Other-w.Same)/2)
 }
