@@ -107,11 +107,13 @@ func S1(c Contender, a *Admin, prefix string, conc int, warm, dur time.Duration)
 		rcpu0 = a.ServerCPU(context.Background())
 	}
 	runtime.ReadMemStats(&ms0)
+	ccpu0 := processCPU()
 	start := time.Now()
 	phase.Store(1)
 	time.Sleep(dur)
 	phase.Store(2)
 	elapsed := time.Since(start)
+	ccpu1 := processCPU()
 	runtime.ReadMemStats(&ms1)
 	if a != nil {
 		rcpu1 = a.ServerCPU(context.Background())
@@ -139,14 +141,30 @@ func S1(c Contender, a *Admin, prefix string, conc int, warm, dur time.Duration)
 	if n > 0 {
 		r.AllocsPerOp = float64(ms1.Mallocs-ms0.Mallocs) / float64(n)
 		r.BytesPerOp = float64(ms1.TotalAlloc-ms0.TotalAlloc) / float64(n)
+		r.Ext = map[string]float64{}
 		if a != nil && rcpu0 > 0 {
-			r.Ext = map[string]float64{"redis_cpu_us_per_op": (rcpu1 - rcpu0) * 1e6 / float64(n), "redis_cpu_pct": 100 * (rcpu1 - rcpu0) / elapsed.Seconds()}
+			r.Ext["redis_cpu_us_per_op"] = (rcpu1 - rcpu0) * 1e6 / float64(n)
+			r.Ext["redis_cpu_pct"] = 100 * (rcpu1 - rcpu0) / elapsed.Seconds()
+		}
+		if ccpu0 > 0 {
+			r.Ext["client_cpu_us_per_op"] = float64(ccpu1-ccpu0) / 1e3 / float64(n)
 		}
 	}
 	return r
 }
 
 func us(d time.Duration) float64 { return float64(d) / 1e3 }
+
+// processCPU is the user+system CPU time this process has used (every
+// thread: the contender's goroutines, its client's pipeline and the
+// runtime), or 0 where getrusage fails.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // ---- S2: contended ----
 

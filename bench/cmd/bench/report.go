@@ -101,6 +101,24 @@ func lat(us float64) string {
 	}
 }
 
+// together returns ", X µs together" for a pair's Redis and client CPU,
+// or "" when either was not measured.
+func together(redis, client stat) string {
+	if !redis.good() || !client.good() || redis.v <= 0 || client.v <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %.1f µs together", redis.v+client.v)
+}
+
+// usCell formats a per-pair CPU figure in µs; a run that did not measure
+// it (0: an older Java driver, getrusage failed) shows "–".
+func usCell(s stat) string {
+	if !s.good() || s.v <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f µs", s.v)
+}
+
 func mb(b float64) string { return fmt.Sprintf("%.1f MB", b/1e6) }
 
 func ratio(a, b stat) string {
@@ -276,8 +294,10 @@ func (r *runner) writeS1Misses(w func(string, ...any)) {
 			pcpu := r.med(key("s1", conc, c), ext("redis_cpu_pct"))
 			rus := r.med(key("s1", conc, "rlock"), ext("redis_cpu_us_per_op"))
 			pus := r.med(key("s1", conc, c), ext("redis_cpu_us_per_op"))
-			lines = append(lines, fmt.Sprintf("- %d goroutines, %s: rlock %s pairs/s (%.2f×) with Redis at %.0f%% of a core, %.1f µs per pair; %s %s pairs/s with Redis at %.0f%%, %.1f µs per pair.",
-				conc, display(c), num(rl.v), rl.v/p.v, rcpu.v, rus.v, display(c), num(p.v), pcpu.v, pus.v))
+			rcl := r.med(key("s1", conc, "rlock"), ext("client_cpu_us_per_op"))
+			pcl := r.med(key("s1", conc, c), ext("client_cpu_us_per_op"))
+			lines = append(lines, fmt.Sprintf("- %d goroutines, %s: rlock %s pairs/s (%.2f×, %.0f%% short) with Redis at %.0f%% of a core, %.1f µs of Redis CPU and %s of client CPU per pair%s; %s %s pairs/s with Redis at %.0f%%, %.1f µs of Redis CPU and %s of client CPU per pair%s.",
+				conc, display(c), num(rl.v), rl.v/p.v, 100*(1-rl.v/p.v), rcpu.v, rus.v, usCell(rcl), together(rus, rcl), display(c), num(p.v), pcpu.v, pus.v, usCell(pcl), together(pus, pcl)))
 		}
 	}
 	if len(lines) == 0 {
@@ -287,7 +307,7 @@ func (r *runner) writeS1Misses(w func(string, ...any)) {
 	for _, l := range lines {
 		w("%s\n", l)
 	}
-	w("\nWhere Redis is well below a full core for rlock, Redis is not the limit: the rest of the gap is this library's client work per pair (the hold table, the goroutine owner, the exact-outcome bookkeeping, the rueidis pipeline) on 2 cores shared with Redis and the other contenders' idle processes. At 1 and 4 goroutines every contender waits on loopback round trips (see PING in S2) and differences of a few percent are within the run-to-run noise.%s Redisson's format costs Redis more per pair than rueidislock's (a hash with HINCRBY, PEXPIRE and PUBLISH on unlock), which bounds the ratio to rueidislock where Redis is the ceiling.\n\n", wakeNote(r.env.Wake))
+	w("\nWhere Redis is well below a full core for rlock, Redis is not the limit: the rest of the gap is this library's client work per pair (the hold table, the goroutine owner, the exact-outcome bookkeeping, the rueidis pipeline) on 2 cores shared with Redis and the other contenders' idle processes. Where both cores are busy (16 and 256 goroutines), the Redis and client CPU of a pair together bound the rate (2 cores ÷ their sum), so a contender's extra client CPU per pair is a gap of about the same share of the sum. At 1 and 4 goroutines every contender waits on loopback round trips (see PING in S2) and differences of a few percent are within the run-to-run noise.%s Redisson's format costs Redis more per pair than rueidislock's (a hash with HINCRBY, PEXPIRE and PUBLISH on unlock), which bounds the ratio to rueidislock where Redis is the ceiling.\n\n", wakeNote(r.env.Wake))
 }
 
 func (r *runner) writeTargets(w func(string, ...any)) {
@@ -425,9 +445,9 @@ func (r *runner) writeS1(w func(string, ...any)) {
 	if !r.o.scenarios["s1"] {
 		return
 	}
-	w("## S1 uncontended\n\nEach goroutine (Java: thread) locks and unlocks its own lock name in a loop for %v after a %v warm-up (Lock with a watchdog lease where the library has one; bsm/redislock TTL 30s; redsync expiry 8s). A pair is one Lock plus one Unlock; latency is that of a pair. \"allocs/pair\" is runtime.MemStats over the measured window (whole process) divided by pairs. \"Redis CPU\" is the server's used_cpu_user+used_cpu_sys (INFO cpu) over the window, per pair and as a share of one core: Redis is single-threaded, so near 100%% it is the ceiling.\n\n", r.o.s1Dur, r.o.s1Warm)
+	w("## S1 uncontended\n\nEach goroutine (Java: thread) locks and unlocks its own lock name in a loop for %v after a %v warm-up (Lock with a watchdog lease where the library has one; bsm/redislock TTL 30s; redsync expiry 8s). A pair is one Lock plus one Unlock; latency is that of a pair. \"allocs/pair\" is runtime.MemStats over the measured window (whole process) divided by pairs. \"Redis CPU\" is the server's used_cpu_user+used_cpu_sys (INFO cpu) over the window, per pair and as a share of one core: Redis is single-threaded, so near 100%% it is the ceiling. \"client CPU\" is the contender's process (Go: one worker process per run, getrusage; Java: the JVM's process CPU time, JIT and GC included) over the same window, per pair: on 2 cores shared with Redis, what the client spends is taken from what Redis could use.\n\n", r.o.s1Dur, r.o.s1Warm)
 	for _, conc := range r.o.s1Conc {
-		w("### %d goroutine%s\n\n| contender | pairs/s | p50 | p99 | allocs/pair | Redis CPU per pair | Redis CPU | rlock ÷ contender | notes |\n|---|---:|---:|---:|---:|---:|---:|---:|---|\n", conc, map[bool]string{true: "", false: "s"}[conc == 1])
+		w("### %d goroutine%s\n\n| contender | pairs/s | p50 | p99 | allocs/pair | Redis CPU per pair | Redis CPU | client CPU per pair | rlock ÷ contender | notes |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n", conc, map[bool]string{true: "", false: "s"}[conc == 1])
 		rl := r.med(key("s1", conc, "rlock"), rate)
 		for _, c := range r.contendersFor("s1") {
 			k := key("s1", conc, c)
@@ -437,9 +457,10 @@ func (r *runner) writeS1(w func(string, ...any)) {
 			if c == "redisson" {
 				alc = "–"
 			}
-			w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", display(c), rt.cell(num), r.med(k, p50).cell(lat), r.med(k, p99).cell(lat), alc,
+			w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", display(c), rt.cell(num), r.med(k, p50).cell(lat), r.med(k, p99).cell(lat), alc,
 				r.med(k, ext("redis_cpu_us_per_op")).cell(func(v float64) string { return fmt.Sprintf("%.1f µs", v) }),
 				r.med(k, ext("redis_cpu_pct")).cell(func(v float64) string { return fmt.Sprintf("%.0f%%", v) }),
+				usCell(r.med(k, ext("client_cpu_us_per_op"))),
 				ratio(rl, rt), notesOf(rt))
 		}
 		w("\n")

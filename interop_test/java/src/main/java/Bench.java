@@ -290,15 +290,19 @@ public final class Bench {
         Thread.sleep(warmMs);
         double rcpu0;
         double rcpu1;
+        long ccpu0;
+        long ccpu1;
         long start;
         double secs;
         try (Resp admin = new Resp(addr)) {
             rcpu0 = admin.serverCPU();
+            ccpu0 = cpuTime();
             start = System.nanoTime();
             phase.set(1);
             Thread.sleep(durMs);
             phase.set(2);
             secs = (System.nanoTime() - start) / 1e9;
+            ccpu1 = cpuTime();
             rcpu1 = admin.serverCPU();
         }
         String note = "";
@@ -319,7 +323,8 @@ public final class Bench {
         long n = all.n;
         return "{\"ok\":true" + (note.isEmpty() ? "" : ",\"note\":" + q(note)) + ",\"ops\":" + n + ",\"seconds\":" + secs
                 + ",\"rate\":" + (n / secs) + ",\"p50_us\":" + all.quantile(0.5) / 1e3 + ",\"p99_us\":" + all.quantile(0.99) / 1e3
-                + ",\"ext\":{\"redis_cpu_us_per_op\":" + ((rcpu1 - rcpu0) * 1e6 / Math.max(n, 1)) + ",\"redis_cpu_pct\":" + (100 * (rcpu1 - rcpu0) / secs) + "}}";
+                + ",\"ext\":{\"redis_cpu_us_per_op\":" + ((rcpu1 - rcpu0) * 1e6 / Math.max(n, 1)) + ",\"redis_cpu_pct\":" + (100 * (rcpu1 - rcpu0) / secs)
+                + (ccpu0 > 0 && ccpu1 > 0 ? ",\"client_cpu_us_per_op\":" + ((ccpu1 - ccpu0) / 1e3 / Math.max(n, 1)) : "") + "}}";
     }
 
     // ---- S5: writer hand-off under readers ----
