@@ -236,7 +236,8 @@ func (f *fixture) testReadWatchdog(t *testing.T) {
 
 // testReadWriteForceUnlock: a read force unlock frees every reader (of
 // both sides) and wakes the other side's waiting writer; a write force
-// unlock leaves readers alone.
+// unlock leaves readers alone; an unlock that then finds the lock gone
+// still publishes its message, as Redisson's does.
 func (f *fixture) testReadWriteForceUnlock(t *testing.T) {
 	f.runPairs(t, 0, nil, func(t *testing.T, a, b side, name string) {
 		ctx := scenarioCtx(t)
@@ -258,7 +259,14 @@ func (f *fixture) testReadWriteForceUnlock(t *testing.T) {
 		assert.False(t, want(t).B(ra.forceUnlock(ctx, kindRead, name)), "a read force unlock leaves a writer")
 		require.True(t, want(t).B(ra.forceUnlock(ctx, kindWrite, name)))
 		assert.Empty(t, hgetall(t, f.raw, name))
+		// An unlock that finds the lock gone still publishes its message
+		// (write "1", read "0"), on both sides.
+		watch := f.watch(t, ch)
 		assert.True(t, unlockGone(f, b, w.unlock(ctx, kindWrite, name)))
+		assert.Equal(t, "1", watch.waitMessage(t, promptly).payload, "%s's write unlock of a gone lock", b)
+		watch = f.watch(t, ch)
+		assert.True(t, unlockGone(f, b, rb.unlock(ctx, kindRead, name)))
+		assert.Equal(t, "0", watch.waitMessage(t, promptly).payload, "%s's read unlock of a gone lock", b)
 	})
 }
 

@@ -19,7 +19,8 @@
 --   0       ARGV[1] holds no more: its count was 1, or its holds left had
 --           no time to live and the hash was deleted. The lock is deleted
 --           and "0" published when no hold is left with time to live
---   -1      ARGV[1] does not hold a read lock (and the caller expected that)
+--   -1      ARGV[1] does not hold a read lock (and the caller expected that);
+--           "0" is published when the lock does not exist (no mode)
 --   -2      fenced: the fence key exists, nothing was done
 --   {c}     refused: ARGV[1]'s count is c, not ARGV[3]; the fence key is
 --           marked "s"
@@ -38,6 +39,12 @@ if prior ~= tonumber(ARGV[3]) then
     return {prior}
 end
 if prior == 0 then
+    -- As Redisson's: an unlock that finds no lock at all (no mode: the
+    -- hash expired or was deleted) still publishes "0", a hint to the
+    -- waiters; one that finds the lock held by others publishes nothing.
+    if not redis.call('hget', KEYS[1], 'mode') then
+        redis.call(ARGV[2], KEYS[2], '0')
+    end
     return -1
 end
 -- own(n): the reply for n levels left, with the longest TTL of their keys.

@@ -13,11 +13,13 @@
 -- ARGV[6]  fence TTL in milliseconds
 --
 -- Replies: as unlock.lua's (n > 0 partial, 0 released, -1 not held, -2
--- fenced, {c} refused). A partial unlock sets the TTL to ARGV[2], as
--- Redisson, but never below the TTL left when the owner also holds read
--- locks (which only it can while it writes). At 0 the lock is deleted and ARGV[1] published,
--- unless the same owner still holds read locks: then the mode becomes
--- "read" and nothing is published (a downgrade).
+-- fenced, {c} refused). With -1, ARGV[1] is published when the lock does
+-- not exist (no mode), as Redisson's unlock does. A partial unlock sets
+-- the TTL to ARGV[2], as Redisson, but never below the TTL left when the
+-- owner also holds read locks (which only it can while it writes). At 0
+-- the lock is deleted and ARGV[1] published, unless the same owner still
+-- holds read locks: then the mode becomes "read" and nothing is published
+-- (a downgrade).
 local fence = KEYS[3]
 if redis.call('exists', fence) == 1 then
     return -2
@@ -27,7 +29,13 @@ if prior ~= tonumber(ARGV[5]) then
     redis.call('set', fence, 's', 'px', ARGV[6])
     return {prior}
 end
-if prior == 0 or redis.call('hget', KEYS[1], 'mode') ~= 'write' then
+local mode = redis.call('hget', KEYS[1], 'mode')
+if not mode then
+    -- As Redisson's: an unlock that finds no lock at all (the hash expired
+    -- or was deleted) still publishes ARGV[1], a hint to the waiters.
+    redis.call(ARGV[4], KEYS[2], ARGV[1])
+end
+if prior == 0 or mode ~= 'write' then
     return -1
 end
 local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
