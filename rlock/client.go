@@ -358,9 +358,12 @@ func (c *Client) PubSubSharded() bool { return c.eng.Publish == "SPUBLISH" }
 // Close stops every renewal (the locks this client holds then expire after
 // their lease), drops every subscription, wakes every waiter with ErrClosed
 // and cancels every HoldContext. It does not unlock and does not close the
-// rueidis client. Close is idempotent, returns without waiting for a
-// renewal round in flight, and may be called from anywhere, a lost handler
-// included.
+// rueidis client (close that after Close returns). A fair lock's waiter it
+// wakes leaves the lock's queue, as a waiter whose wait ends does, and
+// Close waits up to one command timeout for those calls (a crashed
+// process's entry would stall the next waiter until its reservation ends).
+// Close is idempotent, returns without waiting for a renewal round in
+// flight, and may be called from anywhere, a lost handler included.
 func (c *Client) Close() error {
 	// A second Close (a lost handler's, while another goroutine's Close
 	// waits for that handler) returns at once instead of waiting.
@@ -369,7 +372,8 @@ func (c *Client) Close() error {
 	}
 	c.wd.Close()
 	c.eng.Close()
-	c.hub.Close()
+	c.hub.Close()   // wakes every waiter with ErrClosed
+	c.eng.Leavers() // fair waiters leave their queues
 	c.table.Close()
 	return nil
 }

@@ -153,6 +153,45 @@ func TestFairLockWaiterLeaves(t *testing.T) {
 	assert.Empty(t, after)
 }
 
+// TestFairLockCloseLeavesQueue: a waiter whose wait a Client's Close ends
+// leaves the queue before Close returns (a graceful shutdown is not a
+// crash), so the next waiter of another process gets the lock as soon as
+// the holder unlocks, not after the closed waiter's reservation.
+func TestFairLockCloseLeavesQueue(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	holderC, nextC := e.client(), e.client()
+	closed := e.client(rlock.WithFairLockWaitTimeout(20 * time.Second))
+	name := "fair-close"
+	holder := rlock.WithOwner(ctx, 1)
+	require.NoError(t, holderC.FairLock(name).Lock(holder))
+
+	waiting := make(chan error, 1)
+	go func() { waiting <- closed.FairLock(name).Lock(rlock.WithOwner(ctx, 2)) }()
+	waitQueued(t, e, name, 1)
+	require.NoError(t, closed.Close())
+	q, _ := fairQueue(t, e, name)
+	assert.Empty(t, q, "the closed Client's waiter is still queued after Close returned")
+	select {
+	case err := <-waiting:
+		assert.ErrorIs(t, err, rlock.ErrClosed)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not return after Close")
+	}
+
+	require.NoError(t, holderC.FairLock(name).Unlock(holder))
+	start := time.Now()
+	next := rlock.WithOwner(ctx, 3)
+	ok, err := nextC.FairLock(name).TryLock(next, 5*time.Second, 0)
+	require.NoError(t, err)
+	require.True(t, ok, "the lock is free, but the next waiter did not get it within 5s")
+	assert.Less(t, time.Since(start), time.Second)
+	require.NoError(t, nextC.FairLock(name).Unlock(next))
+
+	_, err = closed.FairLock(name).TryLock(rlock.WithOwner(ctx, 2), time.Second, 0)
+	assert.ErrorIs(t, err, rlock.ErrClosed, "a fair wait on a closed Client")
+}
+
 // TestFairLockDeadWaiter: a waiter whose process died stays in the queue
 // until its reservation ends; then the others' cleanup drops it and the
 // next waiter gets the lock, without waiting for the holder's TTL.
@@ -160,7 +199,10 @@ func TestFairLockDeadWaiter(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	c := e.client()
-	dead := e.client(rlock.WithFairLockWaitTimeout(time.Hour))
+	drc, err := e.srv.Client()
+	require.NoError(t, err)
+	dead, err := rlock.New(drc, rlock.WithFairLockWaitTimeout(time.Hour))
+	require.NoError(t, err)
 	name := "fair-dead"
 	holder := rlock.WithOwner(ctx, 1)
 	l := c.FairLock(name)
@@ -174,8 +216,11 @@ func TestFairLockDeadWaiter(t *testing.T) {
 		died <- err
 	}()
 	waitQueued(t, e, name, 1)
-	require.NoError(t, dead.Close()) // its process dies: the entry stays
-	assert.ErrorIs(t, <-died, rlock.ErrClosed)
+	// Its process dies: nothing it sends reaches Redis any more (a Close
+	// alone would leave the queue), so the entry stays.
+	drc.Close()
+	require.NoError(t, dead.Close())
+	assert.Error(t, <-died)
 	q, _ := fairQueue(t, e, name)
 	require.Equal(t, []string{field(dead, 2)}, q)
 

@@ -41,11 +41,19 @@ func (e *Engine) AcquireToken(ctx context.Context, s *Spec, field string, wait, 
 	}
 	var queued bool // a queueing attempt may have run
 	if s.Cancel != nil && wait != 0 {
+		if !e.arriveWaiter() {
+			return 0, false, hold.ErrClosed
+		}
+		defer e.leaving.Done()
 		// A fair waiter that leaves without the lock leaves the queue
 		// first (whatever ended its wait). After a lost reply the
 		// background settling of the attempt does it (see try).
 		defer func() {
-			if queued && !ok && !errors.Is(err, ErrAlreadyHeld) && !errors.Is(err, hold.ErrClosed) && !errors.Is(err, ErrUnresolved) {
+			if queued && !ok && errors.Is(err, hold.ErrClosed) {
+				e.leaveOnClose(s, field, wait)
+				return
+			}
+			if queued && !ok && !errors.Is(err, ErrAlreadyHeld) && !errors.Is(err, ErrUnresolved) {
 				if cerr := e.cancelWait(ctx, s, field, wait); cerr != nil {
 					if err == nil {
 						err = fmt.Errorf("rlock: %q: leaving the fair lock's wait queue: %w", s.Name, cerr)

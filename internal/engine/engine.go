@@ -49,6 +49,12 @@ type Engine struct {
 	stopBg  context.CancelFunc
 	once    sync.Once
 	bg      sync.WaitGroup
+
+	// leaving counts the fair waiters that Close may wake: each leaves its
+	// queue before it returns, and Leavers gives them a command timeout to
+	// do so (see leaveOnClose). lmu orders their arrival with closing.
+	lmu     sync.Mutex
+	leaving sync.WaitGroup
 }
 
 // New returns an Engine; the fields must be set before use.
@@ -58,10 +64,44 @@ func New() *Engine {
 	return e
 }
 
-// Close stops background settling and waits for it.
+// Close stops background settling and waits for it. A fair waiter that
+// arrives after it fails with ErrClosed (see Leavers).
 func (e *Engine) Close() {
-	e.once.Do(func() { close(e.closing); e.stopBg() })
+	e.once.Do(func() {
+		e.lmu.Lock()
+		close(e.closing)
+		e.lmu.Unlock()
+		e.stopBg()
+	})
 	e.bg.Wait()
+}
+
+// Leavers waits, after Close and once the waiters have been woken (the
+// hub closed), for the fair waiters to leave their queues, at most one
+// command timeout: past it (Redis slow or gone) they go on with their own
+// bound.
+func (e *Engine) Leavers() {
+	left := make(chan struct{})
+	go func() { e.leaving.Wait(); close(left) }()
+	t := time.NewTimer(e.X.Timeout)
+	defer t.Stop()
+	select {
+	case <-left:
+	case <-t.C:
+	}
+}
+
+// arriveWaiter registers a fair waiter that must leave its queue if Close
+// ends its wait; false once Close has begun. The caller calls
+// e.leaving.Done() when it returns.
+func (e *Engine) arriveWaiter() bool {
+	e.lmu.Lock()
+	defer e.lmu.Unlock()
+	if e.Closed() {
+		return false
+	}
+	e.leaving.Add(1)
+	return true
 }
 
 // pause sleeps d, or less when ctx ends or the engine closes: a call
