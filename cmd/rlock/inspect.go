@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/rueidis"
 
 	"github.com/goredisson/locks/internal/names"
@@ -188,6 +189,8 @@ func inspect(ctx context.Context, c *conn, name string) (object, error) {
 		}
 	case "hash":
 		switch {
+		case !lockShaped(o):
+			o.Kind = kindOther // an application's hash: never a DEL
 		case o.Mode != "":
 			o.Kind = kindRW
 		case len(o.Queue) > 0:
@@ -248,6 +251,27 @@ func subscribers(ctx context.Context, c *conn, chans []string) (map[string]int64
 		}
 	}
 	return out, nil
+}
+
+// lockShaped reports whether a hash looks like one of Redisson's locks: a
+// read-write lock's mode, if any, is "read" or "write", and at least one
+// field is an owner field ("<client id>:<owner id>[:write]" with a UUID
+// client id, as every Redisson and rlock client writes), except in a
+// read-write lock left with its mode alone. Anything else is someone
+// else's data, which unlock --force must not delete.
+func lockShaped(o object) bool {
+	if o.Mode != "" && o.Mode != "read" && o.Mode != "write" {
+		return false
+	}
+	if len(o.Holders) == 0 {
+		return o.Mode != ""
+	}
+	for _, h := range o.Holders {
+		if len(h.ClientID) == 36 && uuid.Validate(h.ClientID) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // parseHolder splits "<clientId>:<ownerId>[:write]"; a field of another
@@ -349,6 +373,12 @@ func (o object) summary() string {
 	case kindLatch:
 		return "count " + strconv.FormatInt(o.available(), 10)
 	case kindOther:
+		if o.Type == "hash" && o.Mode != "" && o.Mode != "read" && o.Mode != "write" {
+			return fmt.Sprintf("not a Redisson lock or synchronizer (a Redis hash whose mode %q is no read-write lock's)", o.Mode)
+		}
+		if o.Type == "hash" {
+			return "not a Redisson lock or synchronizer (a Redis hash with no Redisson owner field)"
+		}
 		return "not a Redisson lock or synchronizer (a Redis " + o.Type + ")"
 	}
 	if !o.held() {

@@ -97,6 +97,30 @@ func TestStatus(t *testing.T) {
 		assert.Contains(t, stderr, list+": not force-unlocked: not a Redisson lock or synchronizer (a Redis list)")
 		assert.Equal(t, "1", do(t, srv, "EXISTS", list), "the list is left alone")
 	})
+
+	t.Run("an application's hash", func(t *testing.T) {
+		// No field in Redisson's owner format (or a mode no read-write
+		// lock has): someone else's data, which unlock --force must not
+		// delete; a hash with one owner field is a lock.
+		app, moded, lock := lockName(t, "app"), lockName(t, "moded"), lockName(t, "lock")
+		do(t, srv, "HSET", app, "name", "bob", "age", "3")
+		do(t, srv, "HSET", moded, "mode", "foo", "other", "bar")
+		do(t, srv, "HSET", lock, "name", "bob", svc.ID()+":5", "1")
+		code, out, stderr := runRlock(t, env, "status", app, moded, lock)
+		assert.Equal(t, 0, code, stderr)
+		assert.Contains(t, out, app+": not a Redisson lock or synchronizer (a Redis hash with no Redisson owner field)\n")
+		assert.Contains(t, out, moded+": not a Redisson lock or synchronizer (a Redis hash whose mode \"foo\" is no read-write lock's)\n")
+		assert.Contains(t, out, lock+": held, ttl none")
+		code, _, stderr = runRlock(t, env, "unlock", "--force", app, moded)
+		assert.Equal(t, exitSoftware, code)
+		assert.Contains(t, stderr, app+": not force-unlocked: not a Redisson lock or synchronizer (a Redis hash with no Redisson owner field)")
+		assert.Contains(t, stderr, moded+": not force-unlocked: ")
+		assert.Equal(t, "2", do(t, srv, "EXISTS", app, moded), "the hashes are left alone")
+		code, out, stderr = runRlock(t, env, "unlock", "--force", lock)
+		assert.Equal(t, 0, code, stderr)
+		assert.Contains(t, out, lock+": was held by ")
+		assert.Equal(t, "0", do(t, srv, "EXISTS", lock))
+	})
 }
 
 // TestUnlockForce: unlock --force on a lock held with a long lease wakes a
