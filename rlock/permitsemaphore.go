@@ -334,6 +334,9 @@ func (s *PermitExpirableSemaphore) update(ctx context.Context, op string, n int)
 	if s.err != nil {
 		return 0, s.err
 	}
+	if err := javaInt(s.name, n); err != nil {
+		return 0, err
+	}
 	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.PsemUpdate, Name: s.name, Record: s.record, Keys: s.keys,
 		Args: []string{op, strconv.Itoa(n), s.c.eng.Publish}}, op)
 }

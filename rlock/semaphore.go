@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -24,7 +25,9 @@ import (
 // [PermitExpirableSemaphore] when holders may die). Every write goes
 // through replica sync when it is on, and is exact: a call whose reply was
 // lost is settled from Redis, never sent twice, so a permit is never taken
-// or given back twice by one call.
+// or given back twice by one call. Permit counts are Java ints, as in
+// Redisson's API: a count outside -2^31 .. 2^31-1 is refused with
+// ErrInvalidArgument (so are those of [PermitExpirableSemaphore]).
 type Semaphore struct {
 	c       *Client
 	name    string
@@ -49,6 +52,9 @@ func (s *Semaphore) Name() string { return s.name }
 // TrySetPermits sets the number of permits to n if the semaphore does not
 // exist yet, and reports whether it did (Redisson's trySetPermits).
 func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
+	if err := javaInt(s.name, n); err != nil {
+		return false, err
+	}
 	v, err := s.update(ctx, "tryset", strconv.Itoa(n))
 	return v == 1, err
 }
@@ -57,6 +63,9 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, n int) (bool, error) {
 // and wakes waiters (Redisson's addPermits; like it, it drops any TTL the
 // key had).
 func (s *Semaphore) AddPermits(ctx context.Context, n int) error {
+	if err := javaInt(s.name, n); err != nil {
+		return err
+	}
 	_, err := s.update(ctx, "add", strconv.Itoa(n))
 	return err
 }
@@ -113,6 +122,16 @@ func (s *Semaphore) check(n int) error {
 	}
 	if n < 0 {
 		return fmt.Errorf("%w: %q: a negative number of permits (%d)", ErrInvalidArgument, s.name, n)
+	}
+	return javaInt(s.name, n)
+}
+
+// javaInt checks a permit count against Redisson's API, which takes a Java
+// int: a larger count is refused here, before Redis computes with it in
+// Lua numbers (doubles), which would store a count no client can read back.
+func javaInt(name string, n int) error {
+	if n < math.MinInt32 || n > math.MaxInt32 {
+		return fmt.Errorf("%w: %q: %d permits: a count must fit Redisson's Java int (%d to %d)", ErrInvalidArgument, name, n, math.MinInt32, math.MaxInt32)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,6 +34,32 @@ func TestSemaphore(t *testing.T) {
 		assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
 		assert.ErrorIs(t, s.Release(ctx, -1), rlock.ErrInvalidArgument)
 		assert.ErrorIs(t, s.Acquire(ctx, -2), rlock.ErrInvalidArgument)
+	})
+
+	t.Run("BeyondJavaInt", func(t *testing.T) {
+		// Counts are Java ints in Redisson's API; a larger one would be
+		// computed in Lua doubles and stored as "1e+17", which no client
+		// can read back. Refused before any call; the edges work.
+		s, ps := c.Semaphore("sem-big"), c.PermitExpirableSemaphore("psem-big")
+		_, err := s.TrySetPermits(ctx, math.MaxInt32+1)
+		assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
+		for _, n := range []int{math.MaxInt32 + 1, math.MinInt32 - 1, 1e17} {
+			assert.ErrorIs(t, s.AddPermits(ctx, n), rlock.ErrInvalidArgument, "AddPermits(%d)", n)
+			assert.ErrorIs(t, ps.AddPermits(ctx, n), rlock.ErrInvalidArgument, "AddPermits(%d)", n)
+			assert.ErrorIs(t, ps.SetPermits(ctx, n), rlock.ErrInvalidArgument, "SetPermits(%d)", n)
+		}
+		assert.ErrorIs(t, s.Release(ctx, math.MaxInt32+1), rlock.ErrInvalidArgument)
+		_, err = s.TryAcquire(ctx, math.MaxInt32+1, 0)
+		assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
+		assert.Equal(t, int64(0), exists(t, e, "sem-big")+exists(t, e, "psem-big"), "no call was made")
+
+		require.NoError(t, s.AddPermits(ctx, math.MaxInt32))
+		require.NoError(t, s.AddPermits(ctx, math.MinInt32))
+		assert.Equal(t, -1, avail(t, s))
+		require.NoError(t, ps.AddPermits(ctx, math.MaxInt32))
+		n, err := ps.AvailablePermits(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, math.MaxInt32, n)
 	})
 
 	t.Run("ReleaseWithoutSetPermits", func(t *testing.T) {
