@@ -102,6 +102,13 @@ func (b *expBackOff) Next() time.Duration {
 	}
 	d := b.next
 	b.fails++
-	b.next = min(b.max, b.next*time.Duration(b.mul)+time.Duration(rand.IntN(b.fails))*time.Millisecond)
+	// next*mul+jitter capped at max, without overflowing (max and mul may
+	// be as large as their types allow).
+	jitter := time.Duration(rand.IntN(b.fails)) * time.Millisecond
+	if b.next > (b.max-jitter)/time.Duration(b.mul) {
+		b.next = b.max
+	} else {
+		b.next = min(b.max, b.next*time.Duration(b.mul)+jitter)
+	}
 	return d
 }
