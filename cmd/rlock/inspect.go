@@ -108,15 +108,8 @@ func inspect(ctx context.Context, c *conn, name string) (object, error) {
 	o := object{Name: name}
 	keys := []string{name, rlock.FairQueueName(name), rlock.FairTimeoutName(name), rlock.TokenName(name), rlock.PermitTimeoutName(name)}
 	chans := []string{rlock.ChannelName(name), rlock.RWLockChannelName(name), rlock.SemaphoreChannelName(name), rlock.LatchChannelName(name)}
-	if rc.Mode() == rueidis.ClientModeCluster {
-		// One script reads every key: on a cluster they must share a
-		// slot, which a name with "{" but no usable hash tag breaks (and
-		// rueidis panics on a cross-slot command).
-		for _, k := range keys[1:] {
-			if names.Slot(k) != names.Slot(name) {
-				return o, fmt.Errorf("%w: %q: its keys would fall in different cluster slots; a name containing '{' must carry a complete, non-empty hash tag such as \"{user42}:cart\"", rlock.ErrInvalidName, name)
-			}
-		}
+	if err := clusterName(c, name); err != nil {
+		return o, err
 	}
 	res := scripts.Inspect.Exec(ctx, rc, keys, nil)
 	o.ReadAt = time.Now()
@@ -217,6 +210,21 @@ func inspect(ctx context.Context, c *conn, name string) (object, error) {
 		o.Kind = kindOther
 	}
 	return o, nil
+}
+
+// clusterName checks, on a cluster, that the keys inspect reads share the
+// name's slot: one script reads them all, which a name with "{" but no
+// usable hash tag breaks (and rueidis panics on a cross-slot command).
+func clusterName(c *conn, name string) error {
+	if c.rc.Mode() != rueidis.ClientModeCluster {
+		return nil
+	}
+	for _, k := range []string{rlock.FairQueueName(name), rlock.FairTimeoutName(name), rlock.TokenName(name), rlock.PermitTimeoutName(name)} {
+		if names.Slot(k) != names.Slot(name) {
+			return fmt.Errorf("%w: %q: its keys would fall in different cluster slots; a name containing '{' must carry a complete, non-empty hash tag such as \"{user42}:cart\"", rlock.ErrInvalidName, name)
+		}
+	}
+	return nil
 }
 
 // subscribers counts each channel's subscribers: one PUBSUB NUMSUB, or in

@@ -32,7 +32,7 @@ func TestUnlockForceWhenInspectFails(t *testing.T) {
 
 // TestClusterNames: on a Redis Cluster, a name whose keys would straddle
 // slots is refused with a usage error (rueidis panicked on the cross-slot
-// script), and a hash-tagged name is read.
+// script), by watch too, and a hash-tagged name is read.
 func TestClusterNames(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -48,4 +48,8 @@ func TestClusterNames(t *testing.T) {
 	code, _, stderr = runRlock(t, env, "unlock", "--force", "a{b")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, stderr, "a{b: not force-unlocked: cannot tell what it is: ")
+	// watch would poll such a name for ever: it refuses it at the start.
+	code, _, stderr = runRlock(t, env, "watch", "--poll", "{user42}:cart", "a{b")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "\"a{b\": its keys would fall in different cluster slots")
 }

@@ -79,6 +79,13 @@ func cmdWatch(g *globals, args []string) int {
 		return code
 	}
 	defer c.close()
+	for _, name := range names {
+		// A name no read can ever serve would be polled for ever.
+		if err := clusterName(c, name); err != nil {
+			g.errorf("%v", err)
+			return exitUsage
+		}
+	}
 
 	w := &watcher{
 		g:        g,
