@@ -2,13 +2,18 @@ package rlock_test
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/goredisson/locks/rlock"
+	"github.com/goredisson/locks/scripts"
 )
 
 // Regression tests for the review of the family: a read hold's record
@@ -189,4 +194,46 @@ func TestReadUnlockKeepsOwnWriteHold(t *testing.T) {
 	require.NoError(t, rw.ReadLock().Unlock(ctx))
 	assert.Greater(t, e.pttl("rr-rw"), 50*time.Second)
 	require.NoError(t, rw.WriteLock().Unlock(ctx))
+}
+
+// staleServer answers every plain lock acquire script with a refusal that
+// found another count ({5}), as a hostile or broken server (or a count
+// that keeps changing) would, and counts those calls.
+type staleServer struct {
+	rueidis.Client
+	calls atomic.Int64
+}
+
+func (s *staleServer) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	return s.DoMulti(ctx, cmd)[0]
+}
+
+func (s *staleServer) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	for i, cmd := range cmds {
+		if w := cmd.Commands(); len(w) > 1 && strings.EqualFold(w[0], "EVALSHA") && w[1] == scripts.Acquire.SHA1() {
+			s.calls.Add(1)
+			cmds[i] = s.Client.B().Eval().Script("return {5}").Numkeys(0).Build()
+		}
+	}
+	return s.Client.DoMulti(ctx, cmds...)
+}
+
+// A refusal that keeps finding another count is resent with a growing
+// back-off, not in a tight loop: a Lock given 1 s against such a server
+// sent 354,715 scripts before it failed (a helper's review).
+func TestStaleRefusalsBackOff(t *testing.T) {
+	e := newEnv(t)
+	rc, err := e.srv.Client()
+	require.NoError(t, err)
+	srv := &staleServer{Client: rc}
+	c, err := rlock.New(srv)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close(); rc.Close() })
+	ctx, cancel := context.WithTimeout(rlock.WithOwner(context.Background(), 1), time.Second)
+	defer cancel()
+	err = c.Lock("stale-loop").Lock(ctx)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, srv.calls.Load(), int64(40), "acquire scripts sent in 1 s")
+	assert.Greater(t, srv.calls.Load(), int64(2))
 }

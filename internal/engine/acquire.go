@@ -197,6 +197,8 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 	} else if end.After(deadline) {
 		deadline = end
 	}
+	var stales int    // refusals that found another count than the caller's
+	var stale Backoff // the pause before the next of them
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 && time.Now().After(deadline) {
 			return 0, 0, false, fmt.Errorf("rlock: %q: acquire: %w: the hold kept changing", s.Name, ErrTimeout)
@@ -253,9 +255,12 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 			// The fence read the grant unsynced: it counts only once the
 			// replicas have it, as a grant that was answered.
 			out.Reply = e.syncSettled(ctx, s.Name)
-		} else if c, stale := Stale(out.Reply); stale {
+		} else if c, isStale := Stale(out.Reply); isStale {
 			h.BurnFence()
 			t.Observe(h, c)
+			if err := e.staleAgain(ctx, &stales, &stale); err != nil {
+				return 0, 0, false, fmt.Errorf("rlock: %q: acquire: %w", s.Name, err)
+			}
 			continue
 		} else if c, tok, granted := Pair(out.Reply); granted {
 			n, token = c, tok // a fenced-lock grant

@@ -113,6 +113,8 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 	t.BeginRelease(h)
 	defer t.EndRelease(h)
 	deadline := time.Now().Add(e.Budget)
+	var stales int    // refusals that found another count than the caller's
+	var stale Backoff // the pause before the next of them
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 && time.Now().After(deadline) {
 			return 0, fmt.Errorf("rlock: %q: unlock: %w: the hold kept changing", s.Name, ErrTimeout), false
@@ -163,9 +165,12 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			}
 			continue // it did not run and now never will: send it again
 		}
-		if c, stale := Stale(out.Reply); stale {
+		if c, isStale := Stale(out.Reply); isStale {
 			h.BurnFence()
 			t.Observe(h, c) // a hold that is gone ends with ErrLockLost
+			if err := e.staleAgain(ctx, &stales, &stale); err != nil {
+				return 0, fmt.Errorf("rlock: %q: unlock: %w", s.Name, err), false
+			}
 			continue
 		}
 		if c, ttl, ok := Pair(out.Reply); ok && s.UnlockTTL {
@@ -194,6 +199,18 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			return 0, fmt.Errorf("rlock: %q: unlock: unexpected reply %d", s.Name, r), false
 		}
 	}
+}
+
+// staleAgain is the pause before a call resent after a refusal that found
+// another count than the caller's: none after the first (the hold changed
+// once, behind its back: expired, force-unlocked), a growing back-off
+// after each next one, which only a count that keeps changing (or a
+// server that answers so) brings, so that it cannot spin on Redis.
+func (e *Engine) staleAgain(ctx context.Context, n *int, bo *Backoff) error {
+	if *n++; *n == 1 {
+		return nil
+	}
+	return e.pause(ctx, bo.Next())
 }
 
 // released records a settled unlock that ran and left count n.
