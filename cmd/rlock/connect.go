@@ -60,6 +60,10 @@ func (g *globals) connect(cmd string, opts ...rlock.Option) (*conn, int) {
 		g.errorf("cannot connect to Redis at %s: %v", red, err)
 		return nil, exitUnavailable
 	}
+	if sentinelAsServer(rc) {
+		rc.Close()
+		return nil, g.usageError(cmd, "%s is a Redis Sentinel, not a Redis server: name the master it watches with ?master_set=NAME (the Sentinels are then the host and its ?addr= seeds)", red)
+	}
 	c := &conn{rc: rc, opt: opt, url: red}
 	c.locks, err = rlock.New(rc, append([]rlock.Option{rlock.WithWatchdogTimeout(g.watchdog.d)}, opts...)...)
 	if err != nil {
@@ -68,6 +72,20 @@ func (g *globals) connect(cmd string, opts ...rlock.Option) (*conn, int) {
 		return nil, errorCode(err)
 	}
 	return c, exitOK
+}
+
+// sentinelAsServer reports whether a plain connection reached a Sentinel
+// (which answers EVALSHA with "unknown command"): INFO server says
+// redis_mode:sentinel. A server that refuses INFO (an ACL) is taken as a
+// server.
+func sentinelAsServer(rc rueidis.Client) bool {
+	if rc.Mode() != rueidis.ClientModeStandalone {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	info, err := rc.Do(ctx, rc.B().Info().Section("server").Build()).ToString()
+	return err == nil && strings.Contains(info, "redis_mode:sentinel")
 }
 
 // errorCode maps an error from a Redis operation to an exit code: 70 for a

@@ -150,3 +150,25 @@ func TestUnlockForce(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Equal(t, name+": was not locked\n"+lockName(t, "never")+": was not locked\n", out)
 }
+
+// TestSentinelURL: a URL that names a Sentinel without ?master_set is a
+// usage error that says so (EVALSHA used to fail with "unknown command"
+// and exit 70, and watch printed it for ever); with the master set named,
+// the CLI works through the Sentinel.
+func TestSentinelURL(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g, err := redistest.StartSentinel(ctx, redistest.SentinelConfig{Sentinels: 1, Quorum: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = g.Close() })
+	sentinel := g.SentinelAddrs()[0]
+	for _, cmd := range [][]string{{"status", "x"}, {"watch", "x"}, {"unlock", "--force", "x"}} {
+		code, _, stderr := runRlock(t, []string{"REDIS_URL=redis://" + sentinel}, cmd...)
+		assert.Equal(t, exitUsage, code, "%v: %s", cmd, stderr)
+		assert.Contains(t, stderr, "is a Redis Sentinel, not a Redis server: name the master it watches with ?master_set=NAME", "%v", cmd)
+	}
+	code, out, stderr := runRlock(t, []string{"REDIS_URL=redis://" + sentinel + "?master_set=" + g.MasterName}, "status", "x")
+	assert.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, out, "x: free")
+}
