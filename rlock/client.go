@@ -156,6 +156,13 @@ func WithPubSubMode(m PubSubMode) Option {
 // timeout returns an error wrapping ErrTimeout, not the context's. Reads
 // (IsLocked, HoldCount, RemainTTL, Inspect, Token, ...) are bounded the
 // same way: each attempt by the timeout, retried within the same budget.
+// A call that gives something back or sets a state (Unlock, ForceUnlock,
+// Release, AddPermits, TrySetPermits, DrainPermits, CountDown,
+// TrySetCount) is still sent when its context has already ended, so that
+// a deferred release with a request's cancelled context still releases
+// (one that must first wait for another call of the same owner waits only
+// while its context lives); an acquire with an ended context returns the
+// context's error without a call.
 func WithCommandTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

@@ -106,7 +106,9 @@ func (s *PermitExpirableSemaphore) AcquiredPermits(ctx context.Context) (int, er
 }
 
 // Acquire takes a permit with the given lease (lease <= 0: it never
-// expires), waiting until one is available or ctx ends, and returns its id.
+// expires; a lease under 1ms is refused with ErrInvalidArgument, as
+// everywhere a lease is given), waiting until one is available or ctx
+// ends, and returns its id.
 // A waiter looks again when a permit is released or added, and when the
 // nearest held permit's lease ends.
 func (s *PermitExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (string, error) {
@@ -197,8 +199,21 @@ func (s *PermitExpirableSemaphore) UpdateLeaseTime(ctx context.Context, id strin
 	if err != nil {
 		return false, err
 	}
+	if err := permitLease(s.name, lease); err != nil {
+		return false, err
+	}
 	v, err := s.query(ctx, "update", raw, expiry(time.Now(), lease))
 	return v == 1, err
+}
+
+// permitLease refuses a permit lease above 0 but below the millisecond
+// Redis keeps (lease <= 0: the permit never expires): the permit would be
+// gone before its id came back, as a lock's lease below 1 ms is refused.
+func permitLease(name string, lease time.Duration) error {
+	if lease > 0 && lease < time.Millisecond {
+		return fmt.Errorf("%w: %q: a permit lease of %v: at least 1ms (or <= 0: never expires)", ErrInvalidArgument, name, lease)
+	}
+	return nil
 }
 
 // LeaseTime returns how long the held permit id has left, -1 when it never
@@ -248,6 +263,9 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lea
 	}
 	if n < 1 || n > maxPermitsPerCall {
 		return nil, false, fmt.Errorf("%w: %q: acquire %d permits: from 1 to %d at once", ErrInvalidArgument, s.name, n, maxPermitsPerCall)
+	}
+	if err := permitLease(s.name, lease); err != nil {
+		return nil, false, err
 	}
 	if s.c.cfg.hooks.Acquire != nil {
 		start := time.Now()

@@ -344,6 +344,11 @@ func TestPermitExpirableSemaphore(t *testing.T) {
 		assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
 		_, _, err = s.TryAcquireN(ctx, 1<<60, 0, 0)
 		assert.ErrorIs(t, err, rlock.ErrInvalidArgument, "a huge n is refused, not allocated")
+		// A lease below Redis' millisecond would hand out an expired permit.
+		_, _, err = s.TryAcquire(ctx, 0, time.Nanosecond)
+		assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
+		_, err = s.UpdateLeaseTime(ctx, ids[2], 999*time.Microsecond)
+		assert.ErrorIs(t, err, rlock.ErrInvalidArgument)
 	})
 
 	t.Run("ManyExpiredAtOnce", func(t *testing.T) {
