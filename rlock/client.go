@@ -380,8 +380,8 @@ func (c *Client) Close() error {
 	c.wd.Close()
 	c.eng.Close()
 	c.hub.Close()   // wakes every waiter with ErrClosed
+	c.table.Close() // no acquire in flight counts from now: it is undone
 	c.eng.Leavers() // fair waiters leave their queues
-	c.table.Close()
 	return nil
 }
 

@@ -2,6 +2,7 @@ package rlock_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -201,6 +202,8 @@ func TestReadUnlockKeepsOwnWriteHold(t *testing.T) {
 // that keeps changing) would, and counts those calls.
 type staleServer struct {
 	rueidis.Client
+	sha   string      // the script answered so (default: the acquire)
+	off   atomic.Bool // pass every call through
 	calls atomic.Int64
 }
 
@@ -209,8 +212,12 @@ func (s *staleServer) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Red
 }
 
 func (s *staleServer) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	sha := s.sha
+	if sha == "" {
+		sha = scripts.Acquire.SHA1()
+	}
 	for i, cmd := range cmds {
-		if w := cmd.Commands(); len(w) > 1 && strings.EqualFold(w[0], "EVALSHA") && w[1] == scripts.Acquire.SHA1() {
+		if w := cmd.Commands(); !s.off.Load() && len(w) > 1 && strings.EqualFold(w[0], "EVALSHA") && w[1] == sha {
 			s.calls.Add(1)
 			cmds[i] = s.Client.B().Eval().Script("return {5}").Numkeys(0).Build()
 		}
@@ -236,4 +243,108 @@ func TestStaleRefusalsBackOff(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, srv.calls.Load(), int64(40), "acquire scripts sent in 1 s")
 	assert.Greater(t, srv.calls.Load(), int64(2))
+}
+
+// An Unlock that gives up on such refusals (its ctx ended first) stops
+// renewal and ends the HoldContext, as every Unlock that fails without
+// running does: the lock then runs out with its lease (a helper's review:
+// it was renewed on, the HoldContext alive).
+func TestStaleUnlockStopsRenewal(t *testing.T) {
+	e := newEnv(t)
+	rc, err := e.srv.Client()
+	require.NoError(t, err)
+	srv := &staleServer{Client: rc, sha: scripts.Unlock.SHA1()}
+	c, err := rlock.New(srv, rlock.WithWatchdogTimeout(1500*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close(); rc.Close() })
+	owner := rlock.WithOwner(context.Background(), 1)
+	l := c.Lock("stale-unlock")
+	require.NoError(t, l.Lock(owner))
+	hctx, err := l.HoldContext(owner)
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithTimeout(owner, 100*time.Millisecond)
+	err = l.Unlock(ctx)
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	srv.off.Store(true)
+	select {
+	case <-hctx.Done():
+		assert.ErrorIs(t, context.Cause(hctx), rlock.ErrLockLost)
+	case <-time.After(time.Second):
+		t.Fatal("the HoldContext is still alive after an Unlock that failed without running")
+	}
+	require.Eventually(t, func() bool { n, _ := e.do("EXISTS", "stale-unlock").AsInt64(); return n == 0 },
+		3*time.Second, 10*time.Millisecond, "the lock is still renewed")
+}
+
+// slowAcquire holds up the plain lock's acquire script and the fair
+// lock's cancel (a slow Redis), telling when an acquire has been sent.
+type slowAcquire struct {
+	rueidis.Client
+	armed atomic.Bool
+	sent  chan struct{} // receives one token per held-up call
+}
+
+func (s *slowAcquire) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	return s.DoMulti(ctx, cmd)[0]
+}
+
+func (s *slowAcquire) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	for _, cmd := range cmds {
+		w := cmd.Commands()
+		if !s.armed.Load() || len(w) < 2 || !strings.EqualFold(w[0], "EVALSHA") {
+			continue
+		}
+		switch w[1] {
+		case scripts.Acquire.SHA1():
+			select {
+			case s.sent <- struct{}{}:
+			default:
+			}
+			time.Sleep(300 * time.Millisecond)
+		case scripts.FairCancel.SHA1():
+			time.Sleep(1500 * time.Millisecond) // Close waits for it
+		}
+	}
+	return s.Client.DoMulti(ctx, cmds...)
+}
+
+// An acquire in flight when Close begins never succeeds after it, even
+// while Close waits for a fair waiter to leave its queue: it is undone and
+// returns ErrClosed, leaving no hold that nobody renews or can unlock (a
+// helper's review of the fair waiters' leaving at Close).
+func TestAcquireInFlightAtClose(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	other := e.client()
+	rc, err := e.srv.Client()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	srv := &slowAcquire{Client: rc, sent: make(chan struct{}, 1)}
+	c, err := rlock.New(srv, rlock.WithCommandTimeout(time.Second))
+	require.NoError(t, err)
+
+	require.NoError(t, other.FairLock("fq").Lock(rlock.WithOwner(ctx, 1)))
+	fair := make(chan error, 1)
+	go func() { fair <- c.FairLock("fq").Lock(rlock.WithOwner(ctx, 2)) }()
+	waitQueued(t, e, "fq", 1)
+
+	srv.armed.Store(true)
+	owner := rlock.WithOwner(ctx, 3)
+	l := c.Lock("plain")
+	got := make(chan error, 1)
+	go func() {
+		ok, err := l.TryLock(owner, time.Second, 0)
+		if ok {
+			err = errors.New("TryLock succeeded")
+		}
+		got <- err
+	}()
+	<-srv.sent
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, <-got, rlock.ErrClosed, "an acquire in flight at Close")
+	assert.ErrorIs(t, <-fair, rlock.ErrClosed)
+	require.Eventually(t, func() bool { n, _ := e.do("EXISTS", "plain").AsInt64(); return n == 0 },
+		5*time.Second, 10*time.Millisecond, "the acquire that ran after Close began was not undone")
 }

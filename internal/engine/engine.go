@@ -77,7 +77,8 @@ func (e *Engine) Close() {
 }
 
 // Leavers waits, after Close and once the waiters have been woken (the
-// hub closed), for the fair waiters to leave their queues, at most one
+// hub closed) and the hold table closed (so that no acquire still in
+// flight counts), for the fair waiters to leave their queues, at most one
 // command timeout: past it (Redis slow or gone) they go on with their own
 // bound.
 func (e *Engine) Leavers() {

@@ -115,9 +115,17 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 	deadline := time.Now().Add(e.Budget)
 	var stales int    // refusals that found another count than the caller's
 	var stale Backoff // the pause before the next of them
+	// gaveUp is an unlock that ends without having run: as Redisson,
+	// renewal stops whatever the unlock's result.
+	gaveUp := func(err error) (int, error, bool) {
+		if t.Count(h) > 0 {
+			t.Abandon(h, fmt.Errorf("%w: %q: an unlock failed, renewal stopped: %w", hold.ErrLockLost, s.Name, err))
+		}
+		return 0, fmt.Errorf("rlock: %q: unlock: %w", s.Name, err), false
+	}
 	for attempt := 1; ; attempt++ {
 		if attempt > 1 && time.Now().After(deadline) {
-			return 0, fmt.Errorf("rlock: %q: unlock: %w: the hold kept changing", s.Name, ErrTimeout), false
+			return gaveUp(fmt.Errorf("%w: the hold kept changing", ErrTimeout))
 		}
 		before := t.Count(h)
 		call := &Call{Script: s.Unlock, Name: s.Name, Field: field, Token: s.TokenKey, Stop: ctx.Done()}
@@ -169,7 +177,7 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			h.BurnFence()
 			t.Observe(h, c) // a hold that is gone ends with ErrLockLost
 			if err := e.staleAgain(ctx, &stales, &stale); err != nil {
-				return 0, fmt.Errorf("rlock: %q: unlock: %w", s.Name, err), false
+				return gaveUp(err)
 			}
 			continue
 		}
