@@ -106,7 +106,7 @@ func (o object) subscribers() int64 {
 func inspect(ctx context.Context, c *conn, name string) (object, error) {
 	rc := c.rc
 	o := object{Name: name}
-	keys := []string{name, rlock.FairQueueName(name), rlock.FairTimeoutName(name), rlock.TokenName(name), rlock.PermitTimeoutName(name)}
+	keys := append([]string{name}, companionKeys(name)...)
 	chans := []string{rlock.ChannelName(name), rlock.RWLockChannelName(name), rlock.SemaphoreChannelName(name), rlock.LatchChannelName(name)}
 	if err := clusterName(c, name); err != nil {
 		return o, err
@@ -212,6 +212,13 @@ func inspect(ctx context.Context, c *conn, name string) (object, error) {
 	return o, nil
 }
 
+// companionKeys are the keys beside the name that inspect reads: the fair
+// lock's queue and reservations, the fenced lock's token, the permit
+// timeouts.
+func companionKeys(name string) []string {
+	return []string{rlock.FairQueueName(name), rlock.FairTimeoutName(name), rlock.TokenName(name), rlock.PermitTimeoutName(name)}
+}
+
 // clusterName checks, on a cluster, that the keys inspect reads share the
 // name's slot: one script reads them all, which a name with "{" but no
 // usable hash tag breaks (and rueidis panics on a cross-slot command).
@@ -219,7 +226,7 @@ func clusterName(c *conn, name string) error {
 	if c.rc.Mode() != rueidis.ClientModeCluster {
 		return nil
 	}
-	for _, k := range []string{rlock.FairQueueName(name), rlock.FairTimeoutName(name), rlock.TokenName(name), rlock.PermitTimeoutName(name)} {
+	for _, k := range companionKeys(name) {
 		if names.Slot(k) != names.Slot(name) {
 			return fmt.Errorf("%w: %q: its keys would fall in different cluster slots; a name containing '{' must carry a complete, non-empty hash tag such as \"{user42}:cart\"", rlock.ErrInvalidName, name)
 		}
@@ -268,7 +275,7 @@ func subscribers(ctx context.Context, c *conn, chans []string) (map[string]int64
 // read-write lock left with its mode alone. Anything else is someone
 // else's data, which unlock --force must not delete.
 func lockShaped(o object) bool {
-	if o.Mode != "" && o.Mode != "read" && o.Mode != "write" {
+	if o.foreignMode() {
 		return false
 	}
 	if len(o.Holders) == 0 {
@@ -281,6 +288,9 @@ func lockShaped(o object) bool {
 	}
 	return false
 }
+
+// foreignMode reports a mode field no read-write lock writes.
+func (o object) foreignMode() bool { return o.Mode != "" && o.Mode != "read" && o.Mode != "write" }
 
 // parseHolder splits "<clientId>:<ownerId>[:write]"; a field of another
 // shape is returned with only Field and Count set.
@@ -381,7 +391,7 @@ func (o object) summary() string {
 	case kindLatch:
 		return "count " + strconv.FormatInt(o.available(), 10)
 	case kindOther:
-		if o.Type == "hash" && o.Mode != "" && o.Mode != "read" && o.Mode != "write" {
+		if o.Type == "hash" && o.foreignMode() {
 			return fmt.Sprintf("not a Redisson lock or synchronizer (a Redis hash whose mode %q is no read-write lock's)", o.Mode)
 		}
 		if o.Type == "hash" {

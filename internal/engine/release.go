@@ -152,12 +152,8 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 		}
 		if err != nil {
 			// It did not run (refused until the budget or ctx ran out, or
-			// failed for good). As Redisson, renewal stops whatever the
-			// unlock's result: the hold runs out with its lease.
-			if before > 0 {
-				t.Abandon(h, fmt.Errorf("%w: %q: an unlock failed, renewal stopped: %w", hold.ErrLockLost, s.Name, err))
-			}
-			return 0, fmt.Errorf("rlock: %q: unlock: %w", s.Name, err), false
+			// failed for good): the hold runs out with its lease.
+			return gaveUp(err)
 		}
 		if out.Fenced {
 			n, ran, gone := settledUnlock(t, h, before, out)
