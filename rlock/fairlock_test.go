@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredisson/locks/internal/redistest"
 	"github.com/goredisson/locks/rlock"
+	"github.com/goredisson/locks/scripts"
 )
 
 // queue returns the fair lock's wait queue and the waiters' reservations.
@@ -390,4 +393,56 @@ func TestFairLockHeadTakesAndExpires(t *testing.T) {
 	assert.Greater(t, at.Sub(granted), 200*time.Millisecond, "the next waiter got in within the first one's lease")
 	q, _ := fairQueue(t, e, name)
 	assert.Empty(t, q)
+}
+
+// TestFairLockCloseLeaveFaults: the one cancel call a closing Client sends
+// for its queued fair waiter, under each fault: Close returns within its
+// bound, the waiter gets ErrClosed, nothing crashes, and the entry is gone
+// exactly when the call ran (a lost reply) and stays, to be dropped when
+// its reservation ends, when it did not (dropped, refused with BUSY).
+func TestFairLockCloseLeaveFaults(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	holder := e.client()
+	busy := redistest.RedisError(ctx, e.raw, "BUSY Redis is busy running a script")
+	// Loaded, so that the faulted EVALSHA is the call that runs (not a
+	// NOSCRIPT followed by an EVAL).
+	require.NoError(t, e.do("SCRIPT", "LOAD", scripts.FairCancel.Text()).Error())
+	for _, tc := range []struct {
+		fault redistest.Fault
+		err   error
+		ran   bool
+	}{{redistest.Drop, nil, false}, {redistest.LoseReply, nil, true}, {redistest.Refuse, busy, false}} {
+		t.Run(tc.fault.String(), func(t *testing.T) {
+			name := "fair-close-" + strings.ReplaceAll(tc.fault.String(), " ", "-")
+			rc, err := e.srv.Client()
+			require.NoError(t, err)
+			t.Cleanup(rc.Close)
+			faulty := redistest.NewFaulty(rc)
+			c, err := rlock.New(faulty, rlock.WithCommandTimeout(time.Second))
+			require.NoError(t, err)
+			h := rlock.WithOwner(ctx, 1)
+			require.NoError(t, holder.FairLock(name).Lock(h))
+			waiting := make(chan error, 1)
+			go func() { waiting <- c.FairLock(name).Lock(rlock.WithOwner(ctx, 2)) }()
+			waitQueued(t, e, name, 1)
+			isCancel := func(w []string) bool {
+				return len(w) > 1 && w[0] == "EVALSHA" && w[1] == scripts.FairCancel.SHA1()
+			}
+			cancels := faulty.Count(isCancel)
+			faulty.Inject(redistest.Rule{Fault: tc.fault, Err: tc.err, Match: isCancel})
+			start := time.Now()
+			require.NoError(t, c.Close())
+			assert.Less(t, time.Since(start), 3*time.Second, "Close")
+			assert.ErrorIs(t, <-waiting, rlock.ErrClosed)
+			assert.Equal(t, 1, cancels(), "one cancel call, never resent")
+			q, _ := fairQueue(t, e, name)
+			if tc.ran {
+				assert.Empty(t, q, "the cancel ran (its reply was lost)")
+			} else {
+				assert.Equal(t, []string{field(c, 2)}, q, "the cancel did not run: the entry waits for its reservation to end")
+			}
+			require.NoError(t, holder.FairLock(name).Unlock(h))
+		})
+	}
 }
