@@ -50,8 +50,9 @@ func TestWaiterOnLiveChannelTriesOnce(t *testing.T) {
 			// One goroutine makes both waits: a fair waiter's channel is
 			// its owner's.
 			start, done := make(chan struct{}), make(chan error)
+			const rounds = 5
 			go func() {
-				for range 2 {
+				for range rounds {
 					<-start
 					err := waiter.take(ctx)
 					if err == nil {
@@ -60,12 +61,25 @@ func TestWaiterOnLiveChannelTriesOnce(t *testing.T) {
 					done <- err
 				}
 			}()
-			for round, want := range []int64{2, 1} {
+			// The waiter's own release in a round publishes on its channel
+			// too; on a loaded machine that message can reach it after its
+			// next round joined, and wakes it for a second attempt, rightly
+			// (it cannot tell that message from a newer release). So the
+			// rounds on the live channel make one attempt, or two after
+			// such a late message, and at least one of them makes one.
+			fewest := int64(2)
+			for round := range rounds {
 				require.NoError(t, holder.take(ctx))
 				before := evalCalls(t, e)
 				start <- struct{}{}
 				require.Eventually(t, func() bool { return wc.Stats().Parked == 1 }, 5*time.Second, time.Millisecond)
-				assert.Equal(t, want, evalCalls(t, e)-before, "round %d: attempts before the waiter waited", round)
+				n := evalCalls(t, e) - before
+				if round == 0 {
+					assert.Equal(t, int64(2), n, "round 0: attempts before the waiter waited")
+				} else {
+					assert.LessOrEqual(t, n, int64(2), "round %d: attempts before the waiter waited", round)
+					fewest = min(fewest, n)
+				}
 				require.NoError(t, holder.give(ctx))
 				// Well within a semaphore waiter's 1 s re-check, which
 				// would let it in without a message.
@@ -79,6 +93,7 @@ func TestWaiterOnLiveChannelTriesOnce(t *testing.T) {
 					assert.Equal(t, 1, wc.Stats().Lingering, "the waiter's channel lingers")
 				}
 			}
+			assert.Equal(t, int64(1), fewest, "no round on the live channel saved the second attempt")
 		})
 	}
 }
