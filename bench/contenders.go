@@ -70,17 +70,19 @@ var Watchdogs = map[string]bool{"rlock": true, "rueidislock": true}
 
 // Settings describes, per contender, the settings the benchmark uses.
 var Settings = map[string]string{
-	"rlock":        "rueidis v1.0.79 client with defaults; rlock defaults (watchdog 30s; 3s in S3)",
-	"limit":        "scripts.Acquire/scripts.Unlock Exec straight on a default rueidis v1.0.79 client; one fence key per handle, never written (no fault settling); S2 waits on one bare rueidis Receive per lock name (no hub)",
-	"bsm":          "bsm/redislock " + bsmVersion + " on go-redis v9.23.0 defaults (pool 10×GOMAXPROCS); TTL 30s; waits with LinearBackoff(16ms): the shortest interval its docs recommend",
-	"redsync":      "redsync/v4 " + redsyncVersion + ", one goredis/v9 pool on go-redis v9.23.0 defaults; NewMutex defaults (expiry 8s, 32 tries, retry delay rand[50ms,250ms)); ErrFailed retried",
-	"rlock-read":   "rlock ReadWriteLock(name).ReadLock(), defaults as rlock",
-	"rlock-fenced": "rlock FencedLock(name), defaults as rlock",
-	"rlock-fair":   "rlock FairLock(name), defaults as rlock (fair wait timeout 5 min)",
-	"rlock-sem":    "rlock Semaphore(name) of 1 permit (TrySetPermits(1) before the run), Acquire(1)/Release(1), defaults as rlock",
-	"limit-read":   "scripts.ReadAcquire/ReadUnlock Exec straight on rueidis (one attempt, no settling)",
-	"limit-fenced": "scripts.Acquire/Unlock with the token key, Exec straight on rueidis (a fresh fence per grant, no settling)",
-	"rueidislock":  "rueidislock (rueidis v1.0.79): KeyMajority 1, NoLoopTracking (Redis ≥ 7.0.5, as its README advises), client-side caching on; KeyValidity 5s default (3s in S3, extends every validity/2)",
+	"rlock":          "rueidis v1.0.79 client with defaults; rlock defaults (watchdog 30s; 3s in S3)",
+	"limit":          "scripts.Acquire/scripts.Unlock Exec straight on a default rueidis v1.0.79 client; one fence key per handle, never written (no fault settling); S2 waits on one bare rueidis Receive per lock name (no hub)",
+	"bsm":            "bsm/redislock " + bsmVersion + " on go-redis v9.23.0 defaults (pool 10×GOMAXPROCS); TTL 30s; waits with LinearBackoff(16ms): the shortest interval its docs recommend",
+	"redsync":        "redsync/v4 " + redsyncVersion + ", one goredis/v9 pool on go-redis v9.23.0 defaults; NewMutex defaults (expiry 8s, 32 tries, retry delay rand[50ms,250ms)); ErrFailed retried",
+	"rlock-read":     "rlock ReadWriteLock(name).ReadLock(), defaults as rlock",
+	"rlock-fenced":   "rlock FencedLock(name), defaults as rlock",
+	"rlock-fair":     "rlock FairLock(name), defaults as rlock (fair wait timeout 5 min)",
+	"rlock-sem":      "rlock Semaphore(name) of 1 permit (TrySetPermits(1) before the run), Acquire(1)/Release(1), defaults as rlock",
+	"limit-read":     "scripts.ReadAcquire/ReadUnlock Exec straight on rueidis (one attempt, no settling)",
+	"limit-fenced":   "scripts.Acquire/Unlock with the token key, Exec straight on rueidis (a fresh fence per grant, no settling)",
+	"limit-sem":      "scripts.SemAcquire/SemUpdate (this library's semaphore scripts, exactness frame included: fence check, record, trim, TTL) Exec straight on rueidis; one record key and one never-written fence key per handle, no settling",
+	"limit-semplain": "Redisson's semaphore commands alone (acquire: GET, DECRBY; release: INCRBY, PUBLISH) as two small scripts Exec straight on rueidis: what any client of Redisson's format costs, without this library's exactness frame",
+	"rueidislock":    "rueidislock (rueidis v1.0.79): KeyMajority 1, NoLoopTracking (Redis ≥ 7.0.5, as its README advises), client-side caching on; KeyValidity 5s default (3s in S3, extends every validity/2)",
 }
 
 const (
@@ -116,7 +118,7 @@ func New(name string, cfg Config) (Contender, error) {
 		}
 		c.(*rlockC).kind = strings.TrimPrefix(name, "rlock-")
 		return c, nil
-	case "limit-read", "limit-fenced":
+	case "limit-read", "limit-fenced", "limit-sem", "limit-semplain":
 		c, err := newLimit(cfg)
 		if err != nil {
 			return nil, err
@@ -289,7 +291,7 @@ type limitC struct {
 	mu   sync.Mutex
 	subs map[string]*limitSub
 
-	kind string // "": the plain lock; "read", "fenced": one attempt per Lock (S1 only)
+	kind string // "": the plain lock; "read", "fenced", "sem", "semplain": one attempt per Lock (S1 only)
 }
 
 type limitSub struct {
@@ -317,6 +319,12 @@ func (c *limitC) NewMutex(name string, owner int64) Mutex {
 		fence = "goredisson_fence:" + name + ":bench" + strconv.FormatInt(owner, 16)
 	}
 	switch c.kind {
+	case "sem", "semplain":
+		if err := c.rc.Do(context.Background(), c.rc.B().Set().Key(name).Value("1").Build()).Error(); err != nil {
+			panic(fmt.Sprintf("SET %q 1: %v", name, err))
+		}
+		return &limitSem{rc: c.rc, plain: c.kind == "semplain", name: name, channel: rlock.SemaphoreChannelName(name),
+			fence: fence, record: strings.Replace(fence, "goredisson_fence:", "goredisson_ops:", 1)}
 	case "read":
 		prefix := "{" + name + "}:" + field + ":rwlock_timeout"
 		return &limitOnce{rc: c.rc, acq: scripts.ReadAcquire, unl: scripts.ReadUnlock,
@@ -471,6 +479,61 @@ func (m *limitOnce) Unlock(ctx context.Context) error {
 		return errors.New("limit: unlock: not held")
 	}
 	return err
+}
+
+// limitSem is the bare scripts of a semaphore of one permit: Acquire(1)
+// and Release(1), one attempt each (S1 never waits), no settling. With
+// plain, Redisson's commands alone; otherwise this library's scripts,
+// each call a fresh sequence number whose earlier calls are all resolved
+// (the low mark is the call's own, as the library sends it when nothing
+// else is in flight).
+type limitSem struct {
+	rc            rueidis.Client
+	plain         bool
+	name, channel string
+	fence, record string
+	seq           uint64
+}
+
+var (
+	semPlainAcquire = rueidis.NewLuaScript(`local v = tonumber(redis.call('get', KEYS[1]))
+if v ~= nil and v >= tonumber(ARGV[1]) then
+    redis.call('decrby', KEYS[1], ARGV[1])
+    return 1
+end
+return 0`)
+	semPlainRelease = rueidis.NewLuaScript(`local v = redis.call('incrby', KEYS[1], ARGV[1])
+redis.call('publish', KEYS[2], v)
+return v`)
+)
+
+func (m *limitSem) Lock(ctx context.Context) error {
+	var res rueidis.RedisResult
+	if m.plain {
+		res = semPlainAcquire.Exec(ctx, m.rc, []string{m.name}, []string{"1"})
+	} else {
+		m.seq++
+		s := strconv.FormatUint(m.seq, 10)
+		res = scripts.SemAcquire.Exec(ctx, m.rc, []string{m.name, m.fence, m.record}, []string{s, s, "3600000", "1"})
+	}
+	r, err := res.AsInt64()
+	if err != nil {
+		return err
+	}
+	if r != 1 {
+		return errors.New("limit: semaphore acquire: no permit (S1 only)")
+	}
+	return nil
+}
+
+func (m *limitSem) Unlock(ctx context.Context) error {
+	if m.plain {
+		return semPlainRelease.Exec(ctx, m.rc, []string{m.name, m.channel}, []string{"1"}).Error()
+	}
+	m.seq++
+	s := strconv.FormatUint(m.seq, 10)
+	return scripts.SemUpdate.Exec(ctx, m.rc, []string{m.name, m.channel, m.fence, m.record},
+		[]string{s, s, "3600000", "release", "1", "PUBLISH"}).Error()
 }
 
 var ownerMu sync.Mutex

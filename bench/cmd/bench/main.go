@@ -248,7 +248,7 @@ func run(o options) error {
 		}
 		if o.scenarios["sync"] {
 			for _, conc := range syncConc {
-				for _, c := range rotate(semContenders(o), round) {
+				for _, c := range rotate(append(semContenders(o), "limit-sem", "limit-semplain"), round) {
 					r.runOne("s1", conc, c)
 				}
 			}
