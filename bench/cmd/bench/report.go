@@ -128,6 +128,18 @@ func ratio(a, b stat) string {
 	return fmt.Sprintf("%.2f×", a.v/b.v)
 }
 
+// ratioVs is a target table's ratio cell: a ÷ b, marked PASS or MISS
+// against target when target > 0, "not measured" when either is missing.
+func ratioVs(a, b stat, target float64) string {
+	if !a.good() || !b.good() || b.v <= 0 {
+		return "not measured"
+	}
+	if target > 0 {
+		return fmt.Sprintf("%.2f× %s", a.v/b.v, mark(a.v/b.v >= target))
+	}
+	return fmt.Sprintf("%.2f×", a.v/b.v)
+}
+
 func (s stat) cell(format func(float64) string) string {
 	if !s.present {
 		return "–"
@@ -683,22 +695,12 @@ func (r *runner) writeFamily(w func(string, ...any)) {
 			al := r.med(key("s1", conc, "rlock-"+kind), func(x bench.Result) float64 { return x.AllocsPerOp })
 			rp := r.med(key("s1", conc, "rlock-"+kind), p50)
 			jp := r.med(key("s1", conc, "redisson-"+kind), p50)
-			cmp := func(a, b stat, want float64) string {
-				if !a.good() || !b.good() {
-					return "not measured"
-				}
-				return fmt.Sprintf("%.2f× %s", a.v/b.v, mark(a.v/b.v >= want))
-			}
 			alc := "not measured"
 			if al.good() {
 				alc = fmt.Sprintf("%.1f %s", al.v, mark(al.v <= 8))
 			}
-			bj := "not measured"
-			if lim.good() && js.good() {
-				bj = fmt.Sprintf("%.2f×", lim.v/js.v)
-			}
 			w("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s / %s |\n", kind, conc, rl.cell(num), lim.cell(num), js.cell(num),
-				cmp(rl, lim, 0.9), cmp(rl, js, 2), bj, alc, rp.cell(lat), jp.cell(lat))
+				ratioVs(rl, lim, 0.9), ratioVs(rl, js, 2), ratioVs(lim, js, 0), alc, rp.cell(lat), jp.cell(lat))
 		}
 	}
 	w("\nWhere rlock misses 2× Redisson (one goroutine), the column \"bare ÷ Redisson\" says why: a pair is two round trips (PING p50 is in S2) plus the scripts' run time on Redis, for every client; the bare scripts themselves stay below 2× Redisson there, so no client of these scripts can reach it on this loopback. From 16 goroutines on, where round trips overlap, rlock is 3.5-5× Redisson.\n")
@@ -769,15 +771,6 @@ func (r *runner) writeSync(w func(string, ...any)) {
 	w("S1 of a semaphore of one permit per goroutine (`Semaphore(name)`, `TrySetPermits(1)` before the run; a pair is `Acquire(1)` then `Release(1)`; Redisson `getSemaphore(name)`, `acquire()`, `release()`), and S2 on one such semaphore shared by 16 goroutines in two clients: a hand-off is the release by the holder and the wake-up of a blocked acquirer (its Acquire return minus the previous holder's Release return).\n\n")
 	w("Beside them in S1, two floors sent straight through rueidis, one attempt per call and no bookkeeping: **these scripts** (this library's semaphore scripts, whose exactness frame checks the call's fence key and records its outcome, `scripts/sync_prelude.lua`) and **Redisson's commands** (GET and DECRBY to acquire, INCRBY and PUBLISH to release: what a client of Redisson's format costs Redis at the least, without any frame).\n\n")
 	w("| scenario | goroutines | rlock | bare: these scripts | bare: Redisson's commands | Redisson 4.7.0 | rlock ÷ Redisson (target ≥ 2) | rlock ÷ these scripts | Redisson's commands ÷ Redisson |\n|---|---|---|---|---|---|---|---|---|\n")
-	ratioOf := func(a, b stat, target float64) string {
-		if !a.good() || !b.good() || b.v <= 0 {
-			return "not measured"
-		}
-		if target > 0 {
-			return fmt.Sprintf("%.2f× %s", a.v/b.v, mark(a.v/b.v >= target))
-		}
-		return fmt.Sprintf("%.2f×", a.v/b.v)
-	}
 	for _, conc := range syncConc {
 		k1, k2 := key("s1", conc, "rlock-sem"), key("s1", conc, "redisson-sem")
 		kb, kp := key("s1", conc, "limit-sem"), key("s1", conc, "limit-semplain")
@@ -785,13 +778,13 @@ func (r *runner) writeSync(w func(string, ...any)) {
 		w("| S1 pairs/s (p50, p99) | %d | %s (%s, %s) | %s | %s | %s (%s, %s) | %s | %s | %s |\n", conc,
 			rl.cell(num), r.med(k1, p50).cell(lat), r.med(k1, p99).cell(lat), bs.cell(num), bp.cell(num),
 			js.cell(num), r.med(k2, p50).cell(lat), r.med(k2, p99).cell(lat),
-			ratioOf(rl, js, 2), ratioOf(rl, bs, 0), ratioOf(bp, js, 0))
+			ratioVs(rl, js, 2), ratioVs(rl, bs, 0), ratioVs(bp, js, 0))
 	}
 	k1, k2 := key("s2", 16, "rlock-sem"), key("s2", 16, "redisson-sem")
 	rl, js := r.med(k1, rate), r.med(k2, rate)
 	w("| S2 hand-offs/s (wake-up p50, p99) | 16 | %s (%s, %s) | – | – | %s (%s, %s) | %s | – | – |\n\n",
 		rl.cell(num), r.med(k1, p50).cell(lat), r.med(k1, p99).cell(lat),
-		js.cell(num), r.med(k2, p50).cell(lat), r.med(k2, p99).cell(lat), ratioOf(rl, js, 2))
+		js.cell(num), r.med(k2, p50).cell(lat), r.med(k2, p99).cell(lat), ratioVs(rl, js, 2))
 	w("Where the column \"Redisson's commands ÷ Redisson\" is below 2, no client of Redisson's semaphore format can reach 2× Redisson on this machine: the bare commands, with nothing around them, stay below it.\n\n")
 
 	w("The latch: %d awaiters in one client (goroutines; Java threads) `Await` a latch of count 1; once all wait, one `CountDown`. Latency: each awaiter's return minus the start of the CountDown call, over %d rounds; \"all released\": the median over the rounds of the last awaiter's latency. Subscriptions: the client's, to the latch's channel, while the awaiters waited.\n\n", latchAwaiters, latchRounds)
