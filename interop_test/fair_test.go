@@ -48,9 +48,8 @@ func done(c *call, d time.Duration) bool {
 // testFairFIFO: a holder, then waiters queued alternately from the two
 // sides: they get the lock in queue order, each woken at once on its own
 // channel (the lock's TTL is 30 s), each grant pulls every reservation
-// behind it forward by exactly the wait (5 min on both sides; the Go
-// grant writes them with one ZADD, Redisson with a ZINCRBY each: the
-// scores must be the same doubles), and the queue ends empty.
+// behind it forward by exactly the wait (5 min on both sides; the scores
+// must be the same doubles on both sides), and the queue ends empty.
 func (f *fixture) testFairFIFO(t *testing.T) {
 	f.runPairs(t, 0, nil, func(t *testing.T, a, b side, name string) {
 		ctx := scenarioCtx(t)

@@ -405,26 +405,47 @@ func TestFairLockHeadTakesAndExpires(t *testing.T) {
 	assert.Empty(t, q)
 }
 
-// TestFairLockCloseLeaveFaults: the one cancel call a closing Client sends
-// for its queued fair waiter, under each fault: Close returns within its
-// bound, the waiter gets ErrClosed, nothing crashes, and the entry is gone
-// exactly when the call ran (a lost reply) and stays, to be dropped when
-// its reservation ends, when it did not (dropped, refused with BUSY).
+// TestFairLockCloseLeaveFaults: the cancel call a closing Client sends for
+// its queued fair waiter, under each fault: Close returns within its bound
+// (the command timeout), the waiter gets ErrClosed and nothing crashes. A
+// call that met one fault (dropped, its reply lost, refused with BUSY or
+// LOADING) is sent again and the entry is gone; under a fault that lasts
+// the call is sent again until the bound, and the entry is gone exactly
+// when a call ran (the lost replies) and otherwise stays, to be dropped
+// when its reservation ends.
 func TestFairLockCloseLeaveFaults(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	holder := e.client()
 	busy := redistest.RedisError(ctx, e.raw, "BUSY Redis is busy running a script")
+	loading := redistest.RedisError(ctx, e.raw, "LOADING Redis is loading the dataset in memory")
 	// Loaded, so that the faulted EVALSHA is the call that runs (not a
 	// NOSCRIPT followed by an EVAL).
 	require.NoError(t, e.do("SCRIPT", "LOAD", scripts.FairCancel.Text()).Error())
+	const lasting = 1 << 20
 	for _, tc := range []struct {
 		fault redistest.Fault
 		err   error
-		ran   bool
-	}{{redistest.Drop, nil, false}, {redistest.LoseReply, nil, true}, {redistest.Refuse, busy, false}} {
-		t.Run(tc.fault.String(), func(t *testing.T) {
-			name := "fair-close-" + strings.ReplaceAll(tc.fault.String(), " ", "-")
+		times int
+		gone  bool
+	}{
+		{redistest.Drop, nil, 1, true},
+		{redistest.LoseReply, nil, 1, true},
+		{redistest.Refuse, busy, 1, true},
+		{redistest.Refuse, loading, 1, true},
+		{redistest.Drop, nil, lasting, false},
+		{redistest.LoseReply, nil, lasting, true},
+		{redistest.Refuse, busy, lasting, false},
+	} {
+		label := strings.ReplaceAll(tc.fault.String(), " ", "-")
+		if tc.err != nil {
+			label += "-" + strings.Fields(tc.err.Error())[0]
+		}
+		if tc.times > 1 {
+			label += "-lasting"
+		}
+		t.Run(label, func(t *testing.T) {
+			name := "fair-close-" + label
 			rc, err := e.srv.Client()
 			require.NoError(t, err)
 			t.Cleanup(rc.Close)
@@ -440,17 +461,21 @@ func TestFairLockCloseLeaveFaults(t *testing.T) {
 				return len(w) > 1 && w[0] == "EVALSHA" && w[1] == scripts.FairCancel.SHA1()
 			}
 			cancels := faulty.Count(isCancel)
-			faulty.Inject(redistest.Rule{Fault: tc.fault, Err: tc.err, Match: isCancel})
+			faulty.Inject(redistest.Rule{Fault: tc.fault, Err: tc.err, Match: isCancel, Times: tc.times})
 			start := time.Now()
 			require.NoError(t, c.Close())
 			assert.Less(t, time.Since(start), 3*time.Second, "Close")
 			assert.ErrorIs(t, <-waiting, rlock.ErrClosed)
-			assert.Equal(t, 1, cancels(), "one cancel call, never resent")
-			q, _ := fairQueue(t, e, name)
-			if tc.ran {
-				assert.Empty(t, q, "the cancel ran (its reply was lost)")
+			if tc.times == 1 {
+				assert.Equal(t, 2, cancels(), "the call that met the fault, then one that ran")
 			} else {
-				assert.Equal(t, []string{field(c, 2)}, q, "the cancel did not run: the entry waits for its reservation to end")
+				assert.Greater(t, cancels(), 2, "the call is sent again while the fault lasts")
+			}
+			q, _ := fairQueue(t, e, name)
+			if tc.gone {
+				assert.Empty(t, q, "a cancel call ran")
+			} else {
+				assert.Equal(t, []string{field(c, 2)}, q, "no cancel call ran: the entry waits for its reservation to end")
 			}
 			require.NoError(t, holder.FairLock(name).Unlock(h))
 		})

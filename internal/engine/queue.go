@@ -55,21 +55,31 @@ func (e *Engine) cancelWait(ctx context.Context, s *Spec, field string, wait tim
 }
 
 // leaveOnClose leaves the queue for a fair waiter whose wait Close ended:
-// the Client's table and background are closing, so it sends one cancel
-// call, with a fresh fence key that nothing writes, bounded by the command
-// timeout (Close waits for it that long). Once is enough: the call is
-// idempotent while the owner does not queue again, which no caller of a
-// closed Client can, so a lost reply needs no settling, and a call that
-// did not run leaves the entry to be dropped when its reservation ends, as
-// a crashed process's.
+// the Client's table and background are closing, so it sends the cancel
+// call with a fresh fence key that nothing writes, within the command
+// timeout (Close waits for it that long). The call is idempotent while the
+// owner does not queue again, which no caller of a closed Client can: a
+// call that Redis refused (BUSY, LOADING, TRYAGAIN, no connection) or
+// whose reply was lost is sent again, after a back-off, until one has run
+// or the timeout ends; a copy that runs late finds nothing to remove. A
+// call that never ran leaves the entry to be dropped when its reservation
+// ends, as a crashed process's.
 func (e *Engine) leaveOnClose(s *Spec, field string, wait time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.X.Timeout)
 	defer cancel()
 	call := &Call{Script: s.Cancel, Name: s.Name, Field: field}
 	call.Keys = s.CancelKeys(call.keys[:0], NewFence(s.Name))
 	call.Args = s.CancelArgs(call.args[:0], field, wait)
-	if r := e.X.Run(ctx, call.Script, call.Keys, call.Args); r.Class != Done {
-		e.X.Log.Warn("rlock: leaving a fair lock's queue at Close failed; the entry, if any, is dropped when its reservation ends", "lock", s.Name, "err", r.Err)
+	var b Backoff
+	for {
+		r := e.X.Run(ctx, call.Script, call.Keys, call.Args)
+		if r.Class == Done {
+			return
+		}
+		if r.Class == Failed || r.Class == Closed || sleep(ctx, b.Next()) != nil {
+			e.X.Log.Warn("rlock: leaving a fair lock's queue at Close failed; the entry, if any, is dropped when its reservation ends", "lock", s.Name, "err", r.Err)
+			return
+		}
 	}
 }
 
