@@ -368,9 +368,9 @@ func (c *Client) PubSubSharded() bool { return c.eng.Publish == "SPUBLISH" }
 // rueidis client (close that after Close returns). A fair lock's waiter it
 // wakes leaves the lock's queue, as a waiter whose wait ends does, and
 // Close waits up to one command timeout for those calls, sending again a
-// call that Redis refused (BUSY, LOADING) or whose reply was lost (a
-// crashed process's entry would stall the next waiter until its
-// reservation ends).
+// call that Redis refused (BUSY, LOADING) or whose reply was lost, and
+// cutting the last at that bound (a crashed process's entry would stall
+// the next waiter until its reservation ends).
 // Close is idempotent, returns without waiting for a renewal round in
 // flight, and may be called from anywhere, a lost handler included.
 func (c *Client) Close() error {

@@ -227,7 +227,11 @@ func TestFairLockDeadWaiter(t *testing.T) {
 	// alone would leave the queue, and a rueidis client's Close does not
 	// stop every connection at once), so the entry stays.
 	require.NoError(t, proxy.Close())
+	closing := time.Now()
 	require.NoError(t, dead.Close())
+	// Its cancel finds no connection twice and gives up: Close does not
+	// wait out the command timeout (3 s) for a Redis it cannot reach.
+	assert.Less(t, time.Since(closing), time.Second, "Close with Redis unreachable")
 	drc.Close()
 	assert.Error(t, <-died)
 	q, _ := fairQueue(t, e, name)
@@ -406,23 +410,30 @@ func TestFairLockHeadTakesAndExpires(t *testing.T) {
 }
 
 // TestFairLockCloseLeaveFaults: the cancel call a closing Client sends for
-// its queued fair waiter, under each fault: Close returns within its bound
-// (the command timeout), the waiter gets ErrClosed and nothing crashes. A
-// call that met one fault (dropped, its reply lost, refused with BUSY or
-// LOADING) is sent again and the entry is gone; under a fault that lasts
-// the call is sent again until the bound, and the entry is gone exactly
-// when a call ran (the lost replies) and otherwise stays, to be dropped
-// when its reservation ends.
+// its queued fair waiter, under each fault, with another process's waiter
+// queued behind it: Close and the waiter return within the command
+// timeout, the waiter gets ErrClosed and nothing crashes. A call that met
+// one fault (dropped, its reply lost, refused with BUSY or LOADING, its
+// connection closed by rueidis) is sent again and the entry is gone; under
+// a fault that lasts the call is sent again, with a back-off, until the
+// timeout. The entry is gone exactly when a call ran, and then the waiter
+// behind is pulled forward by the leaver's wait exactly once, however many
+// copies ran; otherwise it stays, to be dropped when its reservation ends,
+// and the waiter behind is untouched.
 func TestFairLockCloseLeaveFaults(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	holder := e.client()
+	holder, behind := e.client(), e.client()
 	busy := redistest.RedisError(ctx, e.raw, "BUSY Redis is busy running a script")
 	loading := redistest.RedisError(ctx, e.raw, "LOADING Redis is loading the dataset in memory")
 	// Loaded, so that the faulted EVALSHA is the call that runs (not a
 	// NOSCRIPT followed by an EVAL).
 	require.NoError(t, e.do("SCRIPT", "LOAD", scripts.FairCancel.Text()).Error())
-	const lasting = 1 << 20
+	const (
+		lasting = 1 << 20
+		timeout = time.Second
+		wait    = 5 * time.Minute // the closing Client's fair wait
+	)
 	for _, tc := range []struct {
 		fault redistest.Fault
 		err   error
@@ -433,6 +444,7 @@ func TestFairLockCloseLeaveFaults(t *testing.T) {
 		{redistest.LoseReply, nil, 1, true},
 		{redistest.Refuse, busy, 1, true},
 		{redistest.Refuse, loading, 1, true},
+		{redistest.Refuse, rueidis.ErrClosing, 1, true},
 		{redistest.Drop, nil, lasting, false},
 		{redistest.LoseReply, nil, lasting, true},
 		{redistest.Refuse, busy, lasting, false},
@@ -450,13 +462,19 @@ func TestFairLockCloseLeaveFaults(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(rc.Close)
 			faulty := redistest.NewFaulty(rc)
-			c, err := rlock.New(faulty, rlock.WithCommandTimeout(time.Second))
+			c, err := rlock.New(faulty, rlock.WithCommandTimeout(timeout), rlock.WithFairLockWaitTimeout(wait))
 			require.NoError(t, err)
 			h := rlock.WithOwner(ctx, 1)
 			require.NoError(t, holder.FairLock(name).Lock(h))
 			waiting := make(chan error, 1)
 			go func() { waiting <- c.FairLock(name).Lock(rlock.WithOwner(ctx, 2)) }()
 			waitQueued(t, e, name, 1)
+			bctx, stopBehind := context.WithCancel(rlock.WithOwner(ctx, 3))
+			behindDone := make(chan error, 1)
+			go func() { behindDone <- behind.FairLock(name).Lock(bctx) }()
+			waitQueued(t, e, name, 2)
+			_, before := fairQueue(t, e, name)
+
 			isCancel := func(w []string) bool {
 				return len(w) > 1 && w[0] == "EVALSHA" && w[1] == scripts.FairCancel.SHA1()
 			}
@@ -464,20 +482,94 @@ func TestFairLockCloseLeaveFaults(t *testing.T) {
 			faulty.Inject(redistest.Rule{Fault: tc.fault, Err: tc.err, Match: isCancel, Times: tc.times})
 			start := time.Now()
 			require.NoError(t, c.Close())
-			assert.Less(t, time.Since(start), 3*time.Second, "Close")
+			assert.Less(t, time.Since(start), timeout+500*time.Millisecond, "Close")
 			assert.ErrorIs(t, <-waiting, rlock.ErrClosed)
+			assert.Less(t, time.Since(start), timeout+500*time.Millisecond, "the waiter's return")
 			if tc.times == 1 {
 				assert.Equal(t, 2, cancels(), "the call that met the fault, then one that ran")
 			} else {
-				assert.Greater(t, cancels(), 2, "the call is sent again while the fault lasts")
+				n := cancels()
+				assert.Greater(t, n, 2, "the call is sent again while the fault lasts")
+				assert.LessOrEqual(t, n, 20, "the calls are spaced by a back-off")
 			}
-			q, _ := fairQueue(t, e, name)
+			q, after := fairQueue(t, e, name)
+			bf := field(behind, 3)
 			if tc.gone {
-				assert.Empty(t, q, "a cancel call ran")
+				assert.Equal(t, []string{bf}, q, "a cancel call ran")
+				assert.Equal(t, before[bf]-float64(wait.Milliseconds()), after[bf], "the waiter behind, pulled forward once")
 			} else {
-				assert.Equal(t, []string{field(c, 2)}, q, "no cancel call ran: the entry waits for its reservation to end")
+				assert.Equal(t, []string{field(c, 2), bf}, q, "no cancel call ran: the entry waits for its reservation to end")
+				assert.Equal(t, before[bf], after[bf], "the waiter behind, untouched")
 			}
+			stopBehind()
+			assert.ErrorIs(t, <-behindDone, context.Canceled)
+			require.NoError(t, e.do("DEL", rlock.FairQueueName(name), rlock.FairTimeoutName(name)).Error())
 			require.NoError(t, holder.FairLock(name).Unlock(h))
 		})
 	}
+}
+
+// stallAfter passes every command through, except the fair cancel calls:
+// those fail at once with a connection error until `after` from the first
+// one, and then hang until their context ends (a master that stops
+// answering while the closing Client is still sending again).
+type stallAfter struct {
+	rueidis.Client
+	after time.Duration
+	mu    sync.Mutex
+	first time.Time
+}
+
+func (s *stallAfter) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	return s.DoMulti(ctx, cmd)[0]
+}
+
+func (s *stallAfter) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	if w := cmds[0].Commands(); len(w) < 2 || w[0] != "EVALSHA" || w[1] != scripts.FairCancel.SHA1() {
+		return s.Client.DoMulti(ctx, cmds...)
+	}
+	s.mu.Lock()
+	if s.first.IsZero() {
+		s.first = time.Now()
+	}
+	stall := time.Since(s.first) >= s.after
+	s.mu.Unlock()
+	out := make([]rueidis.RedisResult, len(cmds))
+	err := redistest.ErrInjected
+	if stall {
+		<-ctx.Done()
+		err = ctx.Err()
+	}
+	for i := range out {
+		out[i] = rueidis.NewErrorResult(err)
+	}
+	return out
+}
+
+// TestFairLockCloseLeaveStalls: the closing Client's cancel calls fail
+// until shortly before the command timeout, and the one sent then hangs:
+// it is cut at the timeout, so the closed waiter's Lock returns within
+// about one command timeout too, not one more.
+func TestFairLockCloseLeaveStalls(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	holder := e.client()
+	const timeout = time.Second
+	rc, err := e.srv.Client()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	c, err := rlock.New(&stallAfter{Client: rc, after: 900 * time.Millisecond}, rlock.WithCommandTimeout(timeout))
+	require.NoError(t, err)
+	name := "fair-close-stalls"
+	h := rlock.WithOwner(ctx, 1)
+	require.NoError(t, holder.FairLock(name).Lock(h))
+	waiting := make(chan error, 1)
+	go func() { waiting <- c.FairLock(name).Lock(rlock.WithOwner(ctx, 2)) }()
+	waitQueued(t, e, name, 1)
+	start := time.Now()
+	require.NoError(t, c.Close())
+	assert.ErrorIs(t, <-waiting, rlock.ErrClosed)
+	assert.Less(t, time.Since(start), timeout+300*time.Millisecond, "the waiter's return after Close")
+	require.NoError(t, e.do("DEL", rlock.FairQueueName(name), rlock.FairTimeoutName(name)).Error())
+	require.NoError(t, holder.FairLock(name).Unlock(h))
 }

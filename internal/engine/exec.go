@@ -234,6 +234,24 @@ func (e *Executor) RunPlain(ctx context.Context, s *scripts.Script, keys, args [
 func (e *Executor) Run(ctx context.Context, s *scripts.Script, keys, args []string) Reply {
 	cctx, cancel := e.cmdCtx(ctx)
 	defer cancel()
+	return e.run(ctx, cctx, s, keys, args)
+}
+
+// RunWithin is Run bounded by ctx as well as by the command timeout, for
+// an idempotent call whose caller may send it again and need not read a
+// reply that comes later (a reply left unread is a lost reply).
+func (e *Executor) RunWithin(ctx context.Context, s *scripts.Script, keys, args []string) Reply {
+	cctx, cancel := e.cmdCtx(ctx)
+	defer cancel()
+	bctx, bcancel := context.WithCancel(cctx)
+	defer bcancel()
+	stop := context.AfterFunc(ctx, bcancel)
+	defer stop()
+	return e.run(ctx, bctx, s, keys, args)
+}
+
+// run is Run with cctx, the context of the call's commands.
+func (e *Executor) run(ctx, cctx context.Context, s *scripts.Script, keys, args []string) Reply {
 	if !e.Sync.Enabled {
 		res := s.Exec(cctx, e.RC, keys, args)
 		class, err := Classify(ctx, res.Error())

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"net"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -57,13 +58,16 @@ func (e *Engine) cancelWait(ctx context.Context, s *Spec, field string, wait tim
 // leaveOnClose leaves the queue for a fair waiter whose wait Close ended:
 // the Client's table and background are closing, so it sends the cancel
 // call with a fresh fence key that nothing writes, within the command
-// timeout (Close waits for it that long). The call is idempotent while the
-// owner does not queue again, which no caller of a closed Client can: a
-// call that Redis refused (BUSY, LOADING, TRYAGAIN, no connection) or
-// whose reply was lost is sent again, after a back-off, until one has run
-// or the timeout ends; a copy that runs late finds nothing to remove. A
-// call that never ran leaves the entry to be dropped when its reservation
-// ends, as a crashed process's.
+// timeout (Close waits for it that long, and every call is bounded by
+// it). The call is idempotent while the owner does not queue again, which
+// no caller of a closed Client can: a call that Redis refused (BUSY,
+// LOADING, TRYAGAIN, no connection), whose reply was lost, or whose
+// connection rueidis closed under it is sent again, after a back-off,
+// until one has run or the timeout ends; a copy that runs late finds
+// nothing to remove. Two calls in a row that found no connection (refused
+// at dial, or the rueidis client closed) end it, so that a Client whose
+// Redis is down closes at once. A call that never ran leaves the entry to
+// be dropped when its reservation ends, as a crashed process's.
 func (e *Engine) leaveOnClose(s *Spec, field string, wait time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.X.Timeout)
 	defer cancel()
@@ -71,13 +75,23 @@ func (e *Engine) leaveOnClose(s *Spec, field string, wait time.Duration) {
 	call.Keys = s.CancelKeys(call.keys[:0], NewFence(s.Name))
 	call.Args = s.CancelArgs(call.args[:0], field, wait)
 	var b Backoff
+	mayHaveRun, unreachable := false, 0
 	for {
-		r := e.X.Run(ctx, call.Script, call.Keys, call.Args)
+		r := e.X.RunWithin(ctx, call.Script, call.Keys, call.Args)
 		if r.Class == Done {
 			return
 		}
-		if r.Class == Failed || r.Class == Closed || sleep(ctx, b.Next()) != nil {
-			e.X.Log.Warn("rlock: leaving a fair lock's queue at Close failed; the entry, if any, is dropped when its reservation ends", "lock", s.Name, "err", r.Err)
+		mayHaveRun = mayHaveRun || r.Class == Unknown
+		unreachable++
+		if r.Class != Closed && !noConnection(r.Err) {
+			unreachable = 0
+		}
+		if r.Class == Failed || unreachable > 1 || sleep(ctx, b.Next()) != nil {
+			msg := "rlock: leaving a fair lock's queue at Close failed; the entry is dropped when its reservation ends"
+			if mayHaveRun {
+				msg = "rlock: leaving a fair lock's queue at Close: outcome unknown; the entry, if any, is dropped when its reservation ends"
+			}
+			e.X.Log.Warn(msg, "lock", s.Name, "err", r.Err)
 			return
 		}
 	}
@@ -127,6 +141,12 @@ func (e *Engine) sendCancel(ctx context.Context, s *Spec, h *hold.Hold, field st
 			return false, nil, nil // refused until ctx ended
 		}
 	}
+}
+
+// noConnection reports whether err is a dial's: nothing was sent.
+func noConnection(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // failedForGood reports whether err is (or wraps) an error reply of Redis
