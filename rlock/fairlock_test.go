@@ -157,6 +157,18 @@ func TestFairLockWaiterLeaves(t *testing.T) {
 	assert.Empty(t, after)
 }
 
+// heldWithWaiter takes name's fair lock for owner 1 of holder and queues
+// owner 2 of c behind it; the waiter's Lock result comes on waiting.
+func heldWithWaiter(t *testing.T, e *env, holder, c *rlock.Client, name string) (h context.Context, waiting <-chan error) {
+	t.Helper()
+	h = rlock.WithOwner(context.Background(), 1)
+	require.NoError(t, holder.FairLock(name).Lock(h))
+	w := make(chan error, 1)
+	go func() { w <- c.FairLock(name).Lock(rlock.WithOwner(context.Background(), 2)) }()
+	waitQueued(t, e, name, 1)
+	return h, w
+}
+
 // TestFairLockCloseLeavesQueue: a waiter whose wait a Client's Close ends
 // leaves the queue before Close returns (a graceful shutdown is not a
 // crash), so the next waiter of another process gets the lock as soon as
@@ -167,12 +179,7 @@ func TestFairLockCloseLeavesQueue(t *testing.T) {
 	holderC, nextC := e.client(), e.client()
 	closed := e.client(rlock.WithFairLockWaitTimeout(20 * time.Second))
 	name := "fair-close"
-	holder := rlock.WithOwner(ctx, 1)
-	require.NoError(t, holderC.FairLock(name).Lock(holder))
-
-	waiting := make(chan error, 1)
-	go func() { waiting <- closed.FairLock(name).Lock(rlock.WithOwner(ctx, 2)) }()
-	waitQueued(t, e, name, 1)
+	holder, waiting := heldWithWaiter(t, e, holderC, closed, name)
 	require.NoError(t, closed.Close())
 	q, _ := fairQueue(t, e, name)
 	assert.Empty(t, q, "the closed Client's waiter is still queued after Close returned")
@@ -464,11 +471,7 @@ func TestFairLockCloseLeaveFaults(t *testing.T) {
 			faulty := redistest.NewFaulty(rc)
 			c, err := rlock.New(faulty, rlock.WithCommandTimeout(timeout), rlock.WithFairLockWaitTimeout(wait))
 			require.NoError(t, err)
-			h := rlock.WithOwner(ctx, 1)
-			require.NoError(t, holder.FairLock(name).Lock(h))
-			waiting := make(chan error, 1)
-			go func() { waiting <- c.FairLock(name).Lock(rlock.WithOwner(ctx, 2)) }()
-			waitQueued(t, e, name, 1)
+			h, waiting := heldWithWaiter(t, e, holder, c, name)
 			bctx, stopBehind := context.WithCancel(rlock.WithOwner(ctx, 3))
 			behindDone := make(chan error, 1)
 			go func() { behindDone <- behind.FairLock(name).Lock(bctx) }()
@@ -552,7 +555,6 @@ func (s *stallAfter) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []r
 // about one command timeout too, not one more.
 func TestFairLockCloseLeaveStalls(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
 	holder := e.client()
 	const timeout = time.Second
 	rc, err := e.srv.Client()
@@ -561,11 +563,7 @@ func TestFairLockCloseLeaveStalls(t *testing.T) {
 	c, err := rlock.New(&stallAfter{Client: rc, after: 900 * time.Millisecond}, rlock.WithCommandTimeout(timeout))
 	require.NoError(t, err)
 	name := "fair-close-stalls"
-	h := rlock.WithOwner(ctx, 1)
-	require.NoError(t, holder.FairLock(name).Lock(h))
-	waiting := make(chan error, 1)
-	go func() { waiting <- c.FairLock(name).Lock(rlock.WithOwner(ctx, 2)) }()
-	waitQueued(t, e, name, 1)
+	h, waiting := heldWithWaiter(t, e, holder, c, name)
 	start := time.Now()
 	require.NoError(t, c.Close())
 	assert.ErrorIs(t, <-waiting, rlock.ErrClosed)
