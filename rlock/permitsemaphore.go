@@ -290,7 +290,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lea
 			o, err := e.Recorded(ctx, deadline, &engine.RecCall{
 				Script: scripts.PsemAcquire, Name: s.name, Record: s.record, Keys: []string{s.name, s.timeouts, s.channel}, Args: args,
 				Stop: ctx.Done(),
-				Undo: func(bg context.Context, _ string) { s.undo(bg, raw) },
+				Undo: func(bg context.Context, _ string) { s.undo(bg, raw, time.Now().Add(engine.RecordTTL/4)) },
 			})
 			if err != nil {
 				if ctx.Err() != nil && errors.Is(err, engine.ErrUnresolved) {
@@ -310,7 +310,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lea
 				return false, hint, nil
 			}
 			if o.Reply.Unsynced() {
-				s.undo(ctx, raw)
+				s.undo(context.WithoutCancel(ctx), raw, time.Now().Add(e.Budget))
 				if err := e.UnsyncedGiveUp(s.name, unsynced, o.Reply); err != nil {
 					return false, 0, err
 				}
@@ -333,10 +333,13 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lea
 }
 
 // undo gives back permits an acquisition took that its caller will not
-// use.
-func (s *PermitExpirableSemaphore) undo(ctx context.Context, raw []string) {
+// use, retrying a refused call until deadline while ctx lives (the
+// background's ends with Close, which still lets one attempt go).
+func (s *PermitExpirableSemaphore) undo(ctx context.Context, raw []string, deadline time.Time) {
 	for _, r := range raw {
-		if _, err := s.release(context.WithoutCancel(ctx), "one", r); err != nil && !errors.Is(err, ErrNoSyncedReplicas) && !errors.Is(err, ErrUnresolved) {
+		call := s.releaseCall("one", r)
+		call.Owed = true
+		if _, err := s.c.recordedUntil(ctx, deadline, call, "give back"); err != nil && !errors.Is(err, ErrNoSyncedReplicas) && !errors.Is(err, ErrUnresolved) {
 			s.c.cfg.logger.Warn("rlock: cannot give back a permit an abandoned acquisition took; it comes back after its lease, if it has one",
 				"semaphore", s.name, "id", hex.EncodeToString([]byte(r)), "err", err)
 		}
@@ -344,8 +347,13 @@ func (s *PermitExpirableSemaphore) undo(ctx context.Context, raw []string) {
 }
 
 func (s *PermitExpirableSemaphore) release(ctx context.Context, mode string, raw ...string) (int64, error) {
+	return s.c.recorded(ctx, s.releaseCall(mode, raw...), "release")
+}
+
+// releaseCall is the recorded call of psem_release.lua.
+func (s *PermitExpirableSemaphore) releaseCall(mode string, raw ...string) *engine.RecCall {
 	args := append([]string{strconv.FormatInt(time.Now().UnixMilli(), 10), s.c.eng.Publish, mode}, raw...)
-	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.PsemRelease, Name: s.name, Record: s.record, Keys: s.keys, Args: args, Redo: true}, "release")
+	return &engine.RecCall{Script: scripts.PsemRelease, Name: s.name, Record: s.record, Keys: s.keys, Args: args, Redo: true}
 }
 
 func (s *PermitExpirableSemaphore) update(ctx context.Context, op string, n int) (int64, error) {

@@ -158,7 +158,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (ok 
 			o, err := e.Recorded(ctx, deadline, &engine.RecCall{
 				Script: scripts.SemAcquire, Name: s.name, Record: s.record, Keys: s.keys, Args: []string{arg},
 				Stop: ctx.Done(),
-				Undo: func(bg context.Context, _ string) { s.undo(bg, arg) },
+				Undo: func(bg context.Context, _ string) { s.undo(bg, arg, time.Now().Add(engine.RecordTTL/4)) },
 			})
 			if err != nil {
 				if ctx.Err() != nil && errors.Is(err, engine.ErrUnresolved) {
@@ -179,7 +179,7 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (ok 
 			// No replica has the permits taken: a failover would hand
 			// them out again. Give them back and try again, as Redisson
 			// does (handleNoSync).
-			s.undo(ctx, arg)
+			s.undo(context.WithoutCancel(ctx), arg, time.Now().Add(e.Budget))
 			if err := e.UnsyncedGiveUp(s.name, unsynced, o.Reply); err != nil {
 				return false, 0, err
 			}
@@ -191,9 +191,12 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (ok 
 }
 
 // undo gives back permits an acquisition took that its caller will not
-// use.
-func (s *Semaphore) undo(ctx context.Context, n string) {
-	if _, err := s.update(context.WithoutCancel(ctx), "release", n); err != nil && !errors.Is(err, ErrNoSyncedReplicas) && !errors.Is(err, ErrUnresolved) {
+// use, retrying a refused call until deadline while ctx lives (the
+// background's ends with Close, which still lets one attempt go).
+func (s *Semaphore) undo(ctx context.Context, n string, deadline time.Time) {
+	call := s.updateCall("release", n)
+	call.Owed = true
+	if _, err := s.c.recordedUntil(ctx, deadline, call, "give back"); err != nil && !errors.Is(err, ErrNoSyncedReplicas) && !errors.Is(err, ErrUnresolved) {
 		s.c.cfg.logger.Warn("rlock: cannot give back permits an abandoned acquisition took", "semaphore", s.name, "permits", n, "err", err)
 	}
 }
@@ -203,6 +206,11 @@ func (s *Semaphore) update(ctx context.Context, op string, arg ...string) (int64
 	if s.err != nil {
 		return 0, s.err
 	}
+	return s.c.recorded(ctx, s.updateCall(op, arg...), op)
+}
+
+// updateCall is the recorded call of sem_update.lua's op.
+func (s *Semaphore) updateCall(op string, arg ...string) *engine.RecCall {
 	args := make([]string, 1, 3)
 	args[0] = op
 	if len(arg) > 0 {
@@ -213,13 +221,19 @@ func (s *Semaphore) update(ctx context.Context, op string, arg ...string) (int64
 	args = append(args, s.c.eng.Publish)
 	// A release whose outcome stays unknown is owed: the background
 	// sends it again if it did not run.
-	return s.c.recorded(ctx, &engine.RecCall{Script: scripts.SemUpdate, Name: s.name, Record: s.record, Keys: s.upKeys, Args: args, Redo: op == "release"}, op)
+	return &engine.RecCall{Script: scripts.SemUpdate, Name: s.name, Record: s.record, Keys: s.upKeys, Args: args, Redo: op == "release"}
 }
 
 // recorded runs a synchronizer's write exactly, with replica sync, and
 // returns its integer outcome.
 func (c *Client) recorded(ctx context.Context, call *engine.RecCall, what string) (int64, error) {
-	o, err := c.eng.Recorded(ctx, time.Now().Add(c.eng.Budget), call)
+	return c.recordedUntil(ctx, time.Now().Add(c.eng.Budget), call, what)
+}
+
+// recordedUntil is recorded with its own deadline for resending a call
+// Redis refused.
+func (c *Client) recordedUntil(ctx context.Context, deadline time.Time, call *engine.RecCall, what string) (int64, error) {
+	o, err := c.eng.Recorded(ctx, deadline, call)
 	if err != nil {
 		return 0, fmt.Errorf("rlock: %q: %s: %w", call.Name, what, err)
 	}

@@ -37,8 +37,8 @@ const RecordTTL = time.Hour
 var recordTTLms = strconv.FormatInt(RecordTTL.Milliseconds(), 10)
 
 // ops numbers a client's recorded calls (one sequence for the client, so
-// a seq is never reused on any object) and knows, per object, the lowest
-// one not resolved yet.
+// a seq is never reused on any object) and knows, per record key, the
+// lowest one not resolved yet.
 type ops struct {
 	mu   sync.Mutex
 	next uint64
@@ -50,7 +50,7 @@ type objOps struct {
 	open []uint64 // the seqs not resolved yet, ascending: open[0] is the low mark
 }
 
-func (o *ops) begin(name string) (seq, low uint64) {
+func (o *ops) begin(record string) (seq, low uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.objs == nil {
@@ -58,7 +58,7 @@ func (o *ops) begin(name string) (seq, low uint64) {
 	}
 	o.next++
 	seq = o.next
-	ob := o.objs[name]
+	ob := o.objs[record]
 	if ob == nil {
 		if n := len(o.free); n > 0 {
 			ob = o.free[n-1]
@@ -66,16 +66,16 @@ func (o *ops) begin(name string) (seq, low uint64) {
 		} else {
 			ob = &objOps{}
 		}
-		o.objs[name] = ob
+		o.objs[record] = ob
 	}
 	ob.open = append(ob.open, seq) // seqs only grow: it stays sorted
 	return seq, ob.open[0]
 }
 
-func (o *ops) end(name string, seq uint64) {
+func (o *ops) end(record string, seq uint64) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	ob := o.objs[name]
+	ob := o.objs[record]
 	if ob == nil {
 		return
 	}
@@ -86,7 +86,7 @@ func (o *ops) end(name string, seq uint64) {
 		}
 	}
 	if len(ob.open) == 0 {
-		delete(o.objs, name) // the next call's own seq is the low mark
+		delete(o.objs, record) // the next call's own seq is the low mark
 		if len(o.free) < 64 {
 			o.free = append(o.free, ob)
 		}
@@ -117,6 +117,11 @@ type RecCall struct {
 	// Stop, when set, ends the settling early: the caller has gone, the
 	// background settles the call (and runs Undo).
 	Stop <-chan struct{}
+	// Owed: a give-back (Undo) or a write sent again (Redo), which the
+	// client owes to Redis. While the client closes it still gets one
+	// attempt, within a command timeout, instead of none: Close waits
+	// for the background that sends it.
+	Owed bool
 }
 
 // RecOutcome is what became of a recorded call.
@@ -158,9 +163,16 @@ var errFenced = errors.New("rlock: a call ran after it was fenced")
 // release).
 func (e *Engine) Recorded(ctx context.Context, deadline time.Time, c *RecCall) (RecOutcome, error) {
 	var bo Backoff
+	closing := false
 	for {
 		if e.Closed() {
-			return RecOutcome{}, hold.ErrClosed
+			if !c.Owed || closing {
+				return RecOutcome{}, hold.ErrClosed
+			}
+			closing = true
+			if bound := time.Now().Add(e.X.Timeout); bound.Before(deadline) {
+				deadline = bound
+			}
 		}
 		o, retry, err := e.recordedOnce(ctx, deadline, c, &bo)
 		if !retry {
@@ -182,13 +194,16 @@ func (e *Engine) Recorded(ctx context.Context, deadline time.Time, c *RecCall) (
 // while Redis refuses it, settled after a lost reply. retry reports a call
 // settled as not run (err says why its reply was lost).
 func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCall, bo *Backoff) (o RecOutcome, retry bool, err error) {
-	seq, low := e.ops.begin(c.Name)
-	sq := strconv.FormatUint(seq, 10)
-	fence := NewFence(c.Name)
 	record := c.Record
 	if record == "" {
 		record = names.Record(c.Name, e.ClientID)
 	}
+	// Low marks are per record key, not per name: "x" and "{x}" share
+	// one (Redisson's prefix rule), and a call on one must not drop the
+	// record of an unsettled call on the other.
+	seq, low := e.ops.begin(record)
+	sq := strconv.FormatUint(seq, 10)
+	fence := NewFence(c.Name)
 	// One allocation for both lists.
 	nk := len(c.Keys) + 2
 	buf := make([]string, 0, nk+len(c.Args)+3)
@@ -204,27 +219,27 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		}
 		switch r.Class {
 		case Done:
-			e.ops.end(c.Name, seq)
+			e.ops.end(record, seq)
 			if fencedStatus(r.Res) {
 				return RecOutcome{}, false, fmt.Errorf("%w: %q", errFenced, c.Name)
 			}
 			return RecOutcome{Reply: r}, false, nil
 		case Failed:
-			e.ops.end(c.Name, seq)
+			e.ops.end(record, seq)
 			return RecOutcome{}, false, r.Err
 		case Closed:
 			if e.Closed() {
-				e.ops.end(c.Name, seq)
+				e.ops.end(record, seq)
 				return RecOutcome{}, false, r.Err
 			}
 		case NotRun:
 			d := bo.Next()
 			if time.Now().Add(d).After(deadline) {
-				e.ops.end(c.Name, seq)
+				e.ops.end(record, seq)
 				return RecOutcome{}, false, r.Err
 			}
 			if err := sleep(ctx, d); err != nil {
-				e.ops.end(c.Name, seq)
+				e.ops.end(record, seq)
 				return RecOutcome{}, false, err
 			}
 			continue
@@ -232,7 +247,7 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		// Unknown: settle, for the budget whatever ctx (unless c.Stop).
 		o, err := e.settleRecord(time.Now().Add(e.Budget), sent, fence, record, sq, c.Stop)
 		if err == nil {
-			e.ops.end(c.Name, seq)
+			e.ops.end(record, seq)
 			if !o.Ran {
 				return RecOutcome{}, true, r.Err
 			}
@@ -245,7 +260,7 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		}
 		var perm *permanentError
 		if errors.As(err, &perm) || errors.Is(err, hold.ErrClosed) {
-			e.ops.end(c.Name, seq)
+			e.ops.end(record, seq)
 			e.X.Log.Warn("rlock: the outcome of a call stays unknown; a permit it took, if it ran, stays taken (a permit with a lease comes back when it ends)",
 				"object", c.Name, "script", c.Script.String(), "seq", sq, "record", record, "err", err)
 			return RecOutcome{}, false, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
@@ -310,10 +325,11 @@ func (e *Engine) laterRecord(c *RecCall, sent time.Time, fence, record, sq strin
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
-		defer e.ops.end(c.Name, seq)
+		defer e.ops.end(record, seq)
 		var bo Backoff
+		known := false
 		defer func() {
-			if e.Closed() {
+			if !known && e.Closed() {
 				e.X.Log.Warn("rlock: client closed before the outcome of a call was known; a permit it took, if it ran, stays taken (a permit with a lease comes back when it ends)",
 					"object", c.Name, "script", c.Script.String(), "seq", sq, "record", record)
 			}
@@ -321,6 +337,7 @@ func (e *Engine) laterRecord(c *RecCall, sent time.Time, fence, record, sq strin
 		for !e.Closed() {
 			o, err := e.settleRecord(time.Now().Add(e.Budget), sent, fence, record, sq, nil)
 			if err == nil {
+				known = true
 				switch {
 				case o.Ran && c.Undo != nil:
 					c.Undo(e.bgCtx, o.Record)
@@ -328,7 +345,7 @@ func (e *Engine) laterRecord(c *RecCall, sent time.Time, fence, record, sq strin
 					// Not run: the write is still owed. A new call, in
 					// the background, for as long as the client lives.
 					redo := *c
-					redo.Stop = nil
+					redo.Stop, redo.Owed = nil, true
 					if _, err := e.Recorded(e.bgCtx, time.Now().Add(RecordTTL/4), &redo); err != nil && !errors.Is(err, ErrUnresolved) {
 						e.X.Log.Warn("rlock: a write whose outcome was unknown did not run, and sending it again failed",
 							"object", c.Name, "script", c.Script.String(), "err", err)

@@ -1,0 +1,221 @@
+package rlock_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/goredisson/locks/internal/redistest"
+	"github.com/goredisson/locks/rlock"
+	"github.com/goredisson/locks/scripts"
+)
+
+// Regressions from an adversarial review of the synchronizers' settling:
+// a lost reply is settled from the client's record key of the object, and
+// an acquisition whose caller left is given back in the background.
+
+func getKey(t *testing.T, e *env, k string) string {
+	t.Helper()
+	s, err := e.do("GET", k).ToString()
+	require.NoError(t, err)
+	return s
+}
+
+func isScript(s *scripts.Script) func([]string) bool {
+	return func(w []string) bool { return len(w) > 1 && w[0] == "EVALSHA" && w[1] == s.SHA1() }
+}
+
+// TestSyncRecordKeySharedByTwoNames: "x" and "{x}" have the same record
+// key (Redisson's prefix rule gives both goredisson_ops:{x}:<id>). A
+// recorded call on "{x}" made while a call on "x" waits for its settling
+// must not drop that call's record: the settling would read "not run" and
+// send the acquisition again, taking a second permit.
+func TestSyncRecordKeySharedByTwoNames(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	rc, err := e.srv.Client()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	faulty := redistest.NewFaulty(rc)
+	c, err := rlock.New(faulty)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	a, b := c.Semaphore("rk"), c.Semaphore("{rk}")
+	for _, s := range []*rlock.Semaphore{a, b} {
+		ok, err := s.TrySetPermits(ctx, 5)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	// Loaded, so that the faulted EVALSHA is the call that runs.
+	require.NoError(t, e.do("SCRIPT", "LOAD", scripts.SemAcquire.Text()).Error())
+	faulty.Inject(redistest.Rule{
+		Match: func(w []string) bool { return isScript(scripts.SemAcquire)(w) && len(w) > 3 && w[3] == "rk" },
+		Fault: redistest.LoseReply,
+		After: func() { assert.NoError(t, b.Release(ctx, 1)) }, // the other name, in the window
+	})
+	ok, err := a.TryAcquire(ctx, 1, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Zero(t, faulty.Pending(), "the fault hit")
+	assert.Equal(t, "4", getKey(t, e, "rk"), "one acquisition of one permit")
+	assert.Equal(t, "6", getKey(t, e, "{rk}"), "one release of one permit")
+}
+
+// TestSyncGiveBackOutlastsRefusals: an acquisition that ran while its
+// caller left (lost reply, ctx cancelled) is given back in the background;
+// Redis refusing the give-back (BUSY) for longer than a call's budget
+// delays it, and does not drop it.
+func TestSyncGiveBackOutlastsRefusals(t *testing.T) {
+	e := newEnv(t)
+	rc, err := e.srv.Client()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	faulty := redistest.NewFaulty(rc)
+	// A budget of 4 x 100 ms; ten refusals with back-off last longer.
+	c, err := rlock.New(faulty, rlock.WithCommandTimeout(100*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	bg := context.Background()
+	s := c.Semaphore("give-back-refused")
+	ok, err := s.TrySetPermits(bg, 5)
+	require.NoError(t, err)
+	require.True(t, ok)
+	for _, sc := range []*scripts.Script{scripts.SemAcquire, scripts.SemUpdate, scripts.SyncFence} {
+		require.NoError(t, e.do("SCRIPT", "LOAD", sc.Text()).Error())
+	}
+	busy := redistest.RedisError(bg, e.raw, "BUSY Redis is busy running a script")
+	ctx, cancel := context.WithCancel(bg)
+	faulty.Inject(redistest.Rule{Match: isScript(scripts.SemAcquire), Fault: redistest.LoseReply, After: cancel})
+	refused := faulty.Count(isScript(scripts.SemUpdate))
+	faulty.Inject(redistest.Rule{Match: isScript(scripts.SemUpdate), Fault: redistest.Refuse, Err: busy, Times: 10})
+	ok, err = s.TryAcquire(ctx, 1, 0)
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, ok)
+	require.Eventually(t, func() bool { return getKey(t, e, "give-back-refused") == "5" }, 15*time.Second, 10*time.Millisecond,
+		"the abandoned permit was not given back (give-back calls: %d)", refused())
+	assert.Equal(t, 11, refused(), "ten refused give-backs, then the one that ran")
+	assert.Equal(t, "5", getKey(t, e, "give-back-refused"))
+}
+
+// slowFence holds sync_fence calls up once armed (a slow network),
+// signalling the first one sent.
+type slowFence struct {
+	rueidis.Client
+	armed atomic.Bool
+	sent  chan struct{}
+}
+
+func (s *slowFence) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	if s.armed.Load() && isScript(scripts.SyncFence)(cmds[0].Commands()) {
+		select {
+		case s.sent <- struct{}{}:
+		default:
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return s.Client.DoMulti(ctx, cmds...)
+}
+
+func (s *slowFence) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	return s.DoMulti(ctx, cmd)[0]
+}
+
+// TestSyncGiveBackAtClose: the background learns that an abandoned
+// acquisition ran while Close waits for it: the give-back it owes is still
+// sent (one attempt within a command timeout), not dropped.
+func TestSyncGiveBackAtClose(t *testing.T) {
+	e := newEnv(t)
+	rc, err := e.srv.Client()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	slow := &slowFence{Client: rc, sent: make(chan struct{}, 1)}
+	faulty := redistest.NewFaulty(slow)
+	c, err := rlock.New(faulty, rlock.WithCommandTimeout(time.Second))
+	require.NoError(t, err)
+	bg := context.Background()
+	s := c.Semaphore("give-back-close")
+	ok, err := s.TrySetPermits(bg, 5)
+	require.NoError(t, err)
+	require.True(t, ok)
+	for _, sc := range []*scripts.Script{scripts.SemAcquire, scripts.SemUpdate, scripts.SyncFence} {
+		require.NoError(t, e.do("SCRIPT", "LOAD", sc.Text()).Error())
+	}
+	ctx, cancel := context.WithCancel(bg)
+	faulty.Inject(redistest.Rule{Match: isScript(scripts.SemAcquire), Fault: redistest.LoseReply, After: cancel})
+	slow.armed.Store(true)
+	ok, err = s.TryAcquire(ctx, 1, 0)
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, ok)
+	<-slow.sent // the background is settling it
+	start := time.Now()
+	require.NoError(t, c.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "Close")
+	assert.Equal(t, "5", getKey(t, e, "give-back-close"), "the permit the caller does not hold was given back")
+}
+
+// signalUpdate signals each sem_update call sent.
+type signalUpdate struct {
+	rueidis.Client
+	sent chan struct{}
+}
+
+func (s *signalUpdate) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	for _, c := range cmds {
+		if isScript(scripts.SemUpdate)(c.Commands()) {
+			select {
+			case s.sent <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return s.Client.DoMulti(ctx, cmds...)
+}
+
+func (s *signalUpdate) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	return s.DoMulti(ctx, cmd)[0]
+}
+
+// TestSyncGiveBackResyncEndsAtClose: on Sentinel (replica sync on) with the
+// replica stopped, a background give-back in flight at Close does not hold
+// Close through its replica resync's retries (about 9 s): the background's
+// context ends with Close.
+func TestSyncGiveBackResyncEndsAtClose(t *testing.T) {
+	g := redistest.Sentinel(t)
+	bg := context.Background()
+	rc, err := g.Client()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	faulty := redistest.NewFaulty(rc)
+	sig := &signalUpdate{Client: faulty, sent: make(chan struct{}, 1)}
+	c, err := rlock.New(sig)
+	require.NoError(t, err)
+	s := c.Semaphore("give-back-resync")
+	ok, err := s.TrySetPermits(bg, 5)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = s.TryAcquire(bg, 1, 0) // loads the scripts
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, s.Release(bg, 1))
+	<-sig.sent
+
+	_, replica := masterAndReplica(t, g)
+	resume := stopReplica(t, replica)
+	defer resume()
+
+	ctx, cancel := context.WithCancel(bg)
+	faulty.Inject(redistest.Rule{Match: isScript(scripts.SemAcquire), Fault: redistest.LoseReply, After: cancel})
+	ok, err = s.TryAcquire(ctx, 1, 0)
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, ok)
+	<-sig.sent // the background's give-back is on its way
+	start := time.Now()
+	require.NoError(t, c.Close())
+	assert.Less(t, time.Since(start), 2*time.Second, "Close waited for the give-back's replica resync")
+}
