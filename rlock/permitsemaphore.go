@@ -334,12 +334,19 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lea
 
 // undo gives back permits an acquisition took that its caller will not
 // use, retrying a refused call until deadline while ctx lives (the
-// background's ends with Close, which still lets one attempt go).
+// background's ends with Close, which still lets owed calls go for
+// one command timeout).
 func (s *PermitExpirableSemaphore) undo(ctx context.Context, raw []string, deadline time.Time) {
-	for _, r := range raw {
+	for i, r := range raw {
 		call := s.releaseCall("one", r)
 		call.Owed = true
-		if _, err := s.c.recordedUntil(ctx, deadline, call, "give back"); err != nil && !errors.Is(err, ErrNoSyncedReplicas) && !errors.Is(err, ErrUnresolved) {
+		_, err := s.c.recordedUntil(ctx, deadline, call, "give back")
+		if errors.Is(err, ErrClosed) {
+			s.c.cfg.logger.Warn("rlock: client closed before the permits an abandoned acquisition took were all given back; they come back after their lease, if they have one",
+				"semaphore", s.name, "left", len(raw)-i)
+			return
+		}
+		if err != nil && !errors.Is(err, ErrNoSyncedReplicas) && !errors.Is(err, ErrUnresolved) {
 			s.c.cfg.logger.Warn("rlock: cannot give back a permit an abandoned acquisition took; it comes back after its lease, if it has one",
 				"semaphore", s.name, "id", hex.EncodeToString([]byte(r)), "err", err)
 		}

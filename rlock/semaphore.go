@@ -192,7 +192,8 @@ func (s *Semaphore) acquire(ctx context.Context, n int, wait time.Duration) (ok 
 
 // undo gives back permits an acquisition took that its caller will not
 // use, retrying a refused call until deadline while ctx lives (the
-// background's ends with Close, which still lets one attempt go).
+// background's ends with Close, which still lets owed calls go for
+// one command timeout).
 func (s *Semaphore) undo(ctx context.Context, n string, deadline time.Time) {
 	call := s.updateCall("release", n)
 	call.Owed = true

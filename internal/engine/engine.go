@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/goredisson/locks/internal/hold"
@@ -45,6 +46,7 @@ type Engine struct {
 	ops ops // the recorded calls of the synchronizers (record.go)
 
 	closing chan struct{}
+	closeBy atomic.Int64    // set by Close (UnixNano): owed calls may go until then
 	bgCtx   context.Context // cancelled by Close: background work stops waiting
 	stopBg  context.CancelFunc
 	once    sync.Once
@@ -68,6 +70,7 @@ func New() *Engine {
 // arrives after it fails with ErrClosed (see Leavers).
 func (e *Engine) Close() {
 	e.once.Do(func() {
+		e.closeBy.Store(time.Now().Add(e.X.Timeout).UnixNano())
 		e.lmu.Lock()
 		close(e.closing)
 		e.lmu.Unlock()

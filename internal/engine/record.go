@@ -118,9 +118,9 @@ type RecCall struct {
 	// background settles the call (and runs Undo).
 	Stop <-chan struct{}
 	// Owed: a give-back (Undo) or a write sent again (Redo), which the
-	// client owes to Redis. While the client closes it still gets one
-	// attempt, within a command timeout, instead of none: Close waits
-	// for the background that sends it.
+	// client owes to Redis. While the client closes it may still go until
+	// one command timeout after Close began, instead of not at all:
+	// Close waits for the background that sends it.
 	Owed bool
 }
 
@@ -163,15 +163,18 @@ var errFenced = errors.New("rlock: a call ran after it was fenced")
 // release).
 func (e *Engine) Recorded(ctx context.Context, deadline time.Time, c *RecCall) (RecOutcome, error) {
 	var bo Backoff
-	closing := false
 	for {
 		if e.Closed() {
-			if !c.Owed || closing {
+			// An owed call may still go until one command timeout after
+			// Close began, one deadline for all of them (a call sent just
+			// before it takes its own timeout, and settling its lost
+			// reply one more).
+			by := time.Unix(0, e.closeBy.Load())
+			if !c.Owed || !time.Now().Before(by) {
 				return RecOutcome{}, hold.ErrClosed
 			}
-			closing = true
-			if bound := time.Now().Add(e.X.Timeout); bound.Before(deadline) {
-				deadline = bound
+			if by.Before(deadline) {
+				deadline = by
 			}
 		}
 		o, retry, err := e.recordedOnce(ctx, deadline, c, &bo)
