@@ -30,6 +30,28 @@ func isScript(s *scripts.Script) func([]string) bool {
 	return func(w []string) bool { return len(w) > 1 && w[0] == "EVALSHA" && w[1] == s.SHA1() }
 }
 
+// loadScripts loads scs, so that a faulted EVALSHA is the call that runs
+// (not a NOSCRIPT followed by an EVAL).
+func loadScripts(t *testing.T, e *env, scs ...*scripts.Script) {
+	t.Helper()
+	for _, sc := range scs {
+		require.NoError(t, e.do("SCRIPT", "LOAD", sc.Text()).Error())
+	}
+}
+
+// abandonAcquire runs acquire with a context that is cancelled while the
+// reply of its call of script is lost: the caller leaves with
+// context.Canceled, and the background settles the call (which ran).
+func abandonAcquire(t *testing.T, faulty *redistest.Faulty, script *scripts.Script, acquire func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	faulty.Inject(redistest.Rule{Match: isScript(script), Fault: redistest.LoseReply, After: cancel})
+	ok, err := acquire(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+	require.False(t, ok)
+}
+
 // TestSyncRecordKeySharedByTwoNames: "x" and "{x}" have the same record
 // key (Redisson's prefix rule gives both goredisson_ops:{x}:<id>). A
 // recorded call on "{x}" made while a call on "x" waits for its settling
@@ -52,8 +74,7 @@ func TestSyncRecordKeySharedByTwoNames(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 	}
-	// Loaded, so that the faulted EVALSHA is the call that runs.
-	require.NoError(t, e.do("SCRIPT", "LOAD", scripts.SemAcquire.Text()).Error())
+	loadScripts(t, e, scripts.SemAcquire)
 	faulty.Inject(redistest.Rule{
 		Match: func(w []string) bool { return isScript(scripts.SemAcquire)(w) && len(w) > 3 && w[3] == "rk" },
 		Fault: redistest.LoseReply,
@@ -86,17 +107,11 @@ func TestSyncGiveBackOutlastsRefusals(t *testing.T) {
 	ok, err := s.TrySetPermits(bg, 5)
 	require.NoError(t, err)
 	require.True(t, ok)
-	for _, sc := range []*scripts.Script{scripts.SemAcquire, scripts.SemUpdate, scripts.SyncFence} {
-		require.NoError(t, e.do("SCRIPT", "LOAD", sc.Text()).Error())
-	}
+	loadScripts(t, e, scripts.SemAcquire, scripts.SemUpdate, scripts.SyncFence)
 	busy := redistest.RedisError(bg, e.raw, "BUSY Redis is busy running a script")
-	ctx, cancel := context.WithCancel(bg)
-	faulty.Inject(redistest.Rule{Match: isScript(scripts.SemAcquire), Fault: redistest.LoseReply, After: cancel})
 	refused := faulty.Count(isScript(scripts.SemUpdate))
 	faulty.Inject(redistest.Rule{Match: isScript(scripts.SemUpdate), Fault: redistest.Refuse, Err: busy, Times: 10})
-	ok, err = s.TryAcquire(ctx, 1, 0)
-	require.ErrorIs(t, err, context.Canceled)
-	require.False(t, ok)
+	abandonAcquire(t, faulty, scripts.SemAcquire, func(ctx context.Context) (bool, error) { return s.TryAcquire(ctx, 1, 0) })
 	require.Eventually(t, func() bool { return getKey(t, e, "give-back-refused") == "5" }, 15*time.Second, 10*time.Millisecond,
 		"the abandoned permit was not given back (give-back calls: %d)", refused())
 	// (The counter moves when a call returns, after Redis ran it.)
@@ -145,15 +160,9 @@ func TestSyncGiveBackAtClose(t *testing.T) {
 	ok, err := s.TrySetPermits(bg, 5)
 	require.NoError(t, err)
 	require.True(t, ok)
-	for _, sc := range []*scripts.Script{scripts.SemAcquire, scripts.SemUpdate, scripts.SyncFence} {
-		require.NoError(t, e.do("SCRIPT", "LOAD", sc.Text()).Error())
-	}
-	ctx, cancel := context.WithCancel(bg)
-	faulty.Inject(redistest.Rule{Match: isScript(scripts.SemAcquire), Fault: redistest.LoseReply, After: cancel})
+	loadScripts(t, e, scripts.SemAcquire, scripts.SemUpdate, scripts.SyncFence)
 	slow.armed.Store(true)
-	ok, err = s.TryAcquire(ctx, 1, 0)
-	require.ErrorIs(t, err, context.Canceled)
-	require.False(t, ok)
+	abandonAcquire(t, faulty, scripts.SemAcquire, func(ctx context.Context) (bool, error) { return s.TryAcquire(ctx, 1, 0) })
 	<-slow.sent // the background is settling it
 	start := time.Now()
 	require.NoError(t, c.Close())
@@ -211,11 +220,7 @@ func TestSyncGiveBackResyncEndsAtClose(t *testing.T) {
 	resume := stopReplica(t, replica)
 	defer resume()
 
-	ctx, cancel := context.WithCancel(bg)
-	faulty.Inject(redistest.Rule{Match: isScript(scripts.SemAcquire), Fault: redistest.LoseReply, After: cancel})
-	ok, err = s.TryAcquire(ctx, 1, 0)
-	require.ErrorIs(t, err, context.Canceled)
-	require.False(t, ok)
+	abandonAcquire(t, faulty, scripts.SemAcquire, func(ctx context.Context) (bool, error) { return s.TryAcquire(ctx, 1, 0) })
 	<-sig.sent // the background's give-back is on its way
 	start := time.Now()
 	require.NoError(t, c.Close())
@@ -269,15 +274,12 @@ func TestSyncGiveBacksAtCloseShareOneBound(t *testing.T) {
 	ok, err := s.TrySetPermits(bg, 10)
 	require.NoError(t, err)
 	require.True(t, ok)
-	for _, sc := range []*scripts.Script{scripts.PsemAcquire, scripts.PsemRelease, scripts.SyncFence} {
-		require.NoError(t, e.do("SCRIPT", "LOAD", sc.Text()).Error())
-	}
-	ctx, cancel := context.WithCancel(bg)
-	faulty.Inject(redistest.Rule{Match: isScript(scripts.PsemAcquire), Fault: redistest.LoseReply, After: cancel})
+	loadScripts(t, e, scripts.PsemAcquire, scripts.PsemRelease, scripts.SyncFence)
 	slow.armed.Store(true)
-	_, ok, err = s.TryAcquireN(ctx, 4, 0, 0)
-	require.ErrorIs(t, err, context.Canceled)
-	require.False(t, ok)
+	abandonAcquire(t, faulty, scripts.PsemAcquire, func(ctx context.Context) (bool, error) {
+		_, ok, err := s.TryAcquireN(ctx, 4, 0, 0)
+		return ok, err
+	})
 	<-slow.sent // the background is settling it: that reply comes, later calls hang
 	hang.armed.Store(true)
 	start := time.Now()
