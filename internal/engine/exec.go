@@ -83,9 +83,8 @@ func Classify(callerCtx context.Context, err error) (Class, error) {
 	if errors.Is(err, rueidis.ErrClosing) {
 		return Closed, err
 	}
-	var op *net.OpError
-	if errors.As(err, &op) && op.Op == "dial" {
-		return NotRun, err // no connection: nothing was sent
+	if noConnection(err) {
+		return NotRun, err // nothing was sent
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		if cerr := callerCtx.Err(); cerr != nil {
@@ -280,6 +279,13 @@ func (e *Executor) run(ctx, cctx context.Context, s *scripts.Script, keys, args 
 		r.Acked, r.SyncErr = e.acked(ctx, keys[0], replicas, out[1])
 	}
 	return r
+}
+
+// noConnection reports whether err is a dial's: no connection, nothing
+// was sent.
+func noConnection(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // errRueidisPanic stands for a panic of rueidis inside DoMulti.

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"net"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -141,12 +140,6 @@ func (e *Engine) sendCancel(ctx context.Context, s *Spec, h *hold.Hold, field st
 			return false, nil, nil // refused until ctx ended
 		}
 	}
-}
-
-// noConnection reports whether err is a dial's: nothing was sent.
-func noConnection(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // failedForGood reports whether err is (or wraps) an error reply of Redis
