@@ -285,10 +285,12 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, n int, wait, lea
 			for i := range raw {
 				raw[i] = string(buf[16*i : 16*(i+1)])
 			}
-			now := time.Now()
-			args := append([]string{strconv.Itoa(n), expiry(now, lease), strconv.FormatInt(now.UnixMilli(), 10), neverExpires, e.Publish}, raw...)
 			o, err := e.Recorded(ctx, deadline, &engine.RecCall{
-				Script: scripts.PsemAcquire, Name: s.name, Record: s.record, Keys: []string{s.name, s.timeouts, s.channel}, Args: args,
+				Script: scripts.PsemAcquire, Name: s.name, Record: s.record, Keys: []string{s.name, s.timeouts, s.channel},
+				Fresh: func() []string {
+					now := time.Now()
+					return append([]string{strconv.Itoa(n), expiry(now, lease), strconv.FormatInt(now.UnixMilli(), 10), neverExpires, e.Publish}, raw...)
+				},
 				Stop: ctx.Done(),
 				Undo: func(bg context.Context, _ string) { s.undo(bg, raw, time.Now().Add(engine.RecordTTL/4)) },
 			})
@@ -359,8 +361,10 @@ func (s *PermitExpirableSemaphore) release(ctx context.Context, mode string, raw
 
 // releaseCall is the recorded call of psem_release.lua.
 func (s *PermitExpirableSemaphore) releaseCall(mode string, raw ...string) *engine.RecCall {
-	args := append([]string{strconv.FormatInt(time.Now().UnixMilli(), 10), s.c.eng.Publish, mode}, raw...)
-	return &engine.RecCall{Script: scripts.PsemRelease, Name: s.name, Record: s.record, Keys: s.keys, Args: args, Redo: true}
+	return &engine.RecCall{Script: scripts.PsemRelease, Name: s.name, Record: s.record, Keys: s.keys, Redo: true,
+		Fresh: func() []string {
+			return append([]string{strconv.FormatInt(time.Now().UnixMilli(), 10), s.c.eng.Publish, mode}, raw...)
+		}}
 }
 
 func (s *PermitExpirableSemaphore) update(ctx context.Context, op string, n int) (int64, error) {

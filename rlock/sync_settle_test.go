@@ -286,3 +286,42 @@ func TestSyncGiveBacksAtCloseShareOneBound(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.Less(t, time.Since(start), 4*timeout, "Close (%d calls hung)", hang.hung.Load())
 }
+
+// TestPermitLeaseFromTheSendThatRan: an acquisition refused (BUSY) or
+// whose request was lost (settled as not run), then sent again, hands out
+// a permit whose lease runs from the call that ran. The first version sent
+// the first attempt's time again: after refusals as long as the lease, the
+// permit it handed out had already expired.
+func TestPermitLeaseFromTheSendThatRan(t *testing.T) {
+	for _, fault := range []redistest.Fault{redistest.Refuse, redistest.Drop} {
+		t.Run(fault.String(), func(t *testing.T) {
+			e := newEnv(t)
+			rc, err := e.srv.Client()
+			require.NoError(t, err)
+			t.Cleanup(rc.Close)
+			faulty := redistest.NewFaulty(rc)
+			c, err := rlock.New(faulty, rlock.WithCommandTimeout(100*time.Millisecond))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			bg := context.Background()
+			s := c.PermitExpirableSemaphore("lease-resent")
+			ok, err := s.TrySetPermits(bg, 1)
+			require.NoError(t, err)
+			require.True(t, ok)
+			loadScripts(t, e, scripts.PsemAcquire, scripts.SyncFence)
+			busy := redistest.RedisError(bg, e.raw, "BUSY Redis is busy running a script")
+			// Ten failed sends with back-off (10 ms doubling to 500 ms,
+			// jittered) take over a second, longer than the lease.
+			faulty.Inject(redistest.Rule{Match: isScript(scripts.PsemAcquire), Fault: fault, Err: busy, Times: 10})
+			const lease = time.Second
+			start := time.Now()
+			id, ok, err := s.TryAcquire(bg, 10*time.Second, lease)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Greater(t, time.Since(start), lease, "the failed sends did not last longer than the lease")
+			left, err := s.LeaseTime(bg, id)
+			require.NoError(t, err, "the permit handed out had expired")
+			assert.Greater(t, left, lease-300*time.Millisecond, "the lease ran from the first attempt")
+		})
+	}
+}

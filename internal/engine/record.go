@@ -100,6 +100,13 @@ type RecCall struct {
 	Record string   // the record key, names.Record(Name, client id); "": made per call
 	Keys   []string // the object's keys; the fence and record keys follow
 	Args   []string // the operation's arguments; sync_prelude's come first
+	// Fresh, when set, makes the operation's arguments again before every
+	// send, in place of Args: arguments that hold the time (the
+	// permit-expirable semaphore's now and a permit's expiry) must be
+	// those of the moment the call goes, not of its first attempt: a
+	// call resent after a refusal or a settled lost reply would else
+	// hand out a permit whose lease has partly or wholly run.
+	Fresh func() []string
 	// NoSync: no replica sync (the count-down latch's countDown, as
 	// Redisson's).
 	NoSync bool
@@ -213,6 +220,9 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 	keys := append(append(buf[:0:nk], c.Keys...), fence, record)
 	args := append(append(buf[nk:nk], sq, strconv.FormatUint(low, 10), recordTTLms), c.Args...)
 	for {
+		if c.Fresh != nil {
+			args = append(args[:3], c.Fresh()...)
+		}
 		sent := time.Now()
 		var r Reply
 		if c.NoSync {
