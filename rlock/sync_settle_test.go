@@ -39,6 +39,20 @@ func loadScripts(t *testing.T, e *env, scs ...*scripts.Script) {
 	}
 }
 
+// faultyClient returns a Client over a Faulty wrapper of a fresh
+// connection to e's server, with opts.
+func faultyClient(t *testing.T, e *env, opts ...rlock.Option) (*redistest.Faulty, *rlock.Client) {
+	t.Helper()
+	rc, err := e.srv.Client()
+	require.NoError(t, err)
+	t.Cleanup(rc.Close)
+	faulty := redistest.NewFaulty(rc)
+	c, err := rlock.New(faulty, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return faulty, c
+}
+
 // abandonAcquire runs acquire with a context that is cancelled while the
 // reply of its call of script is lost: the caller leaves with
 // context.Canceled, and the background settles the call (which ran).
@@ -60,13 +74,7 @@ func abandonAcquire(t *testing.T, faulty *redistest.Faulty, script *scripts.Scri
 func TestSyncRecordKeySharedByTwoNames(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	rc, err := e.srv.Client()
-	require.NoError(t, err)
-	t.Cleanup(rc.Close)
-	faulty := redistest.NewFaulty(rc)
-	c, err := rlock.New(faulty)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	faulty, c := faultyClient(t, e)
 
 	a, b := c.Semaphore("rk"), c.Semaphore("{rk}")
 	for _, s := range []*rlock.Semaphore{a, b} {
@@ -94,14 +102,8 @@ func TestSyncRecordKeySharedByTwoNames(t *testing.T) {
 // delays it, and does not drop it.
 func TestSyncGiveBackOutlastsRefusals(t *testing.T) {
 	e := newEnv(t)
-	rc, err := e.srv.Client()
-	require.NoError(t, err)
-	t.Cleanup(rc.Close)
-	faulty := redistest.NewFaulty(rc)
 	// A budget of 4 x 100 ms; ten refusals with back-off last longer.
-	c, err := rlock.New(faulty, rlock.WithCommandTimeout(100*time.Millisecond))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	faulty, c := faultyClient(t, e, rlock.WithCommandTimeout(100*time.Millisecond))
 	bg := context.Background()
 	s := c.Semaphore("give-back-refused")
 	ok, err := s.TrySetPermits(bg, 5)
@@ -296,13 +298,7 @@ func TestPermitLeaseFromTheSendThatRan(t *testing.T) {
 	for _, fault := range []redistest.Fault{redistest.Refuse, redistest.Drop} {
 		t.Run(fault.String(), func(t *testing.T) {
 			e := newEnv(t)
-			rc, err := e.srv.Client()
-			require.NoError(t, err)
-			t.Cleanup(rc.Close)
-			faulty := redistest.NewFaulty(rc)
-			c, err := rlock.New(faulty, rlock.WithCommandTimeout(100*time.Millisecond))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
+			faulty, c := faultyClient(t, e, rlock.WithCommandTimeout(100*time.Millisecond))
 			bg := context.Background()
 			s := c.PermitExpirableSemaphore("lease-resent")
 			ok, err := s.TrySetPermits(bg, 1)

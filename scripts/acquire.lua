@@ -42,10 +42,17 @@ if prior > 0 and ARGV[5] == 'n' then
     return redis.status_reply('HELD')
 end
 if prior > 0 or redis.call('exists', KEYS[1]) == 0 then
-    -- Every call the ACL may deny comes before the hold is written: the
-    -- PEXPIRE (on a missing key it does nothing; on a re-entry the hold
-    -- is the caller's) and the token's INCR (a token no grant got is a
-    -- harmless gap), so a denied one leaves no hold without a TTL.
+    -- Every call after the first write is checked before it
+    -- (acl_prelude.lua), so a call the ACL refuses writes nothing: no hold
+    -- without a TTL, no token without a grant, no re-entry's TTL
+    -- refreshed. On a missing key the first PEXPIRE does nothing and is
+    -- its own check: a new plain hold needs none.
+    if prior > 0 or #KEYS == 3 then
+        acl_may('hincrby', KEYS[1], ARGV[2], '1')
+    end
+    if prior > 0 and #KEYS == 3 then
+        acl_may('incr', KEYS[2])
+    end
     redis.call('pexpire', KEYS[1], ARGV[1])
     local token
     if #KEYS == 3 then

@@ -48,6 +48,23 @@ if prior ~= tonumber(ARGV[3]) then
 end
 local now = tonumber(ARGV[6])
 local wait = tonumber(ARGV[5])
+-- Every write this call may make, checked before the first (acl_prelude.lua).
+acl_may('lpop', KEYS[2])
+acl_may('zrem', KEYS[3], ARGV[2])
+acl_may('zincrby', KEYS[3], '0', ARGV[2])
+acl_may('hset', KEYS[1], ARGV[2], '1')
+acl_may('hincrby', KEYS[1], ARGV[2], '1')
+acl_may('pexpire', KEYS[1], ARGV[1])
+if ARGV[7] == 'q' then
+    acl_may('zadd', KEYS[3], '0', ARGV[2])
+    acl_may('rpush', KEYS[2], ARGV[2])
+end
+-- and the reads that follow a write
+acl_may('exists', KEYS[1])
+acl_may('pttl', KEYS[1])
+acl_may('lindex', KEYS[2], '0')
+acl_may('zscore', KEYS[3], ARGV[2])
+acl_may('zrange', KEYS[3], '0', '-1')
 fair_cleanup(KEYS[2], KEYS[3], now)
 if redis.call('exists', KEYS[1]) == 0 then
     local head = redis.call('lindex', KEYS[2], 0)

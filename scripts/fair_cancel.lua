@@ -29,6 +29,25 @@ local i = 1
 while i <= #queue and queue[i] ~= ARGV[1] do
     i = i + 1
 end
+-- Every write this call may make, checked before the first (acl_prelude.lua).
+if i < #queue then
+    acl_may('zincrby', KEYS[3], '0', queue[i + 1])
+end
+acl_may('zrem', KEYS[3], ARGV[1])
+acl_may('lrem', KEYS[2], '0', ARGV[1])
+if i == 1 and #queue > 1 then
+    -- and the reads that follow a write, and the message to the head that
+    -- stays (the first entry that is not ARGV[1]: LREM drops every copy)
+    acl_may('exists', KEYS[1])
+    acl_may('lindex', KEYS[2], '0')
+    local j = 2
+    while queue[j] == ARGV[1] do
+        j = j + 1
+    end
+    if queue[j] and ARGV[3] ~= '' then
+        acl_may(ARGV[3], KEYS[4] .. ':' .. queue[j], '0')
+    end
+end
 if i <= #queue then
     for j = i + 1, #queue do
         redis.call('zincrby', KEYS[3], -tonumber(ARGV[2]), queue[j])

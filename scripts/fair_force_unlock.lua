@@ -19,7 +19,9 @@ local done = redis.call('get', KEYS[5])
 if done then
     return tonumber(done)
 end
-fair_cleanup(KEYS[2], KEYS[3], ARGV[4])
+acl_may('del', KEYS[1])
+acl_may('set', KEYS[5], '0', 'px', ARGV[3])
+fair_cleanup(KEYS[2], KEYS[3], ARGV[4], KEYS[4], ARGV[2])
 local r = 0
 if redis.call('del', KEYS[1]) == 1 then
     fair_notify(KEYS[2], KEYS[4], ARGV[2], ARGV[1])

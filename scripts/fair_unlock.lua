@@ -37,7 +37,12 @@ if prior ~= tonumber(ARGV[6]) then
     redis.call('set', KEYS[5], 's', 'px', ARGV[7])
     return {prior}
 end
-fair_cleanup(KEYS[2], KEYS[3], ARGV[4])
+if prior > 0 then
+    acl_may('hincrby', KEYS[1], ARGV[3], '-1')
+    acl_may('pexpire', KEYS[1], ARGV[2])
+    acl_may('del', KEYS[1])
+end
+fair_cleanup(KEYS[2], KEYS[3], ARGV[4], KEYS[4], ARGV[5])
 if redis.call('exists', KEYS[1]) == 0 then
     fair_notify(KEYS[2], KEYS[4], ARGV[5], ARGV[1])
     return -1

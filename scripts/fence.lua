@@ -31,9 +31,6 @@
 --
 -- Idempotent: safe to resend.
 local mark = redis.call('get', KEYS[2])
-if not mark then
-    redis.call('set', KEYS[2], '1', 'px', ARGV[2])
-end
 local n = tonumber(redis.call('hget', KEYS[1], ARGV[1]) or 0) or 0
 local token = 0
 local pttl = redis.call('pttl', KEYS[1])
@@ -44,6 +41,12 @@ elseif ARGV[3] == 'r' then
     for i = 1, n do
         pttl = math.max(pttl, redis.call('pttl', KEYS[3] .. ':' .. i))
     end
+end
+-- The fence is written last, after every read: a read the ACL refuses
+-- leaves nothing behind (the script is atomic, so the order is otherwise
+-- invisible).
+if not mark then
+    redis.call('set', KEYS[2], '1', 'px', ARGV[2])
 end
 local refused = 0
 if mark == 's' then

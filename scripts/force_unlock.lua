@@ -29,6 +29,11 @@ end
 -- The message and the record before the DEL (nothing runs in between, so
 -- no client can tell): a PUBLISH or SET the ACL denies fails the call
 -- with the lock untouched.
+-- The writes, checked before the first (acl_prelude.lua).
+acl_may('set', KEYS[3], r, 'px', ARGV[3])
+if r == 1 then
+    acl_may('del', KEYS[1])
+end
 if r == 1 and ARGV[2] ~= '' then
     redis.call(ARGV[2], KEYS[2], ARGV[1])
 end

@@ -17,6 +17,15 @@
 -- Data-changing replies are recorded. Or the status FENCED
 -- (sync_prelude.lua).
 local op, pub = ARGV[4], ARGV[#ARGV]
+acl_may(pub, KEYS[2], '0')
+if op == 'tryset' then
+    acl_may('set', KEYS[1], ARGV[5])
+elseif op == 'countdown' then
+    acl_may('decr', KEYS[1])
+    acl_may('del', KEYS[1])
+else
+    acl_may('del', KEYS[1])
+end
 if op == 'tryset' then
     if redis.call('exists', KEYS[1]) == 1 then
         return 0

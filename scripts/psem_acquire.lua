@@ -29,6 +29,20 @@
 local n = tonumber(ARGV[4])
 local expired = redis.call('zrangebyscore', KEYS[2], 0, ARGV[6], 'limit', 0, n)
 if #expired > 0 then
+    acl_may('zrem', KEYS[2], expired[1])
+    acl_may('incrby', KEYS[1], #expired)
+    acl_may(ARGV[8], KEYS[3], '0')
+end
+-- The writes of an acquisition, checked whether or not this call acquires:
+-- a reclaim must not be the only thing a refused call did.
+acl_may('decrby', KEYS[1], n)
+acl_may('zadd', KEYS[2], ARGV[5], 'x')
+acl_may('pexpire', KEYS[2], '1')
+-- and the reads that follow a write
+acl_may('get', KEYS[1])
+acl_may('pttl', KEYS[1])
+acl_may('zrange', KEYS[2], '0', '0')
+if #expired > 0 then
     redis.call('zrem', KEYS[2], unpack(expired))
     local v = redis.call('incrby', KEYS[1], #expired)
     if v > 0 then

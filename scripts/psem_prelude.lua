@@ -11,6 +11,9 @@
 local function psem_reclaim(permits, timeouts, channel, now, publish)
     local expired = redis.call('zcount', timeouts, 0, now)
     if expired > 0 then
+        acl_may('zremrangebyscore', timeouts, 0, now)
+        acl_may('incrby', permits, expired)
+        acl_may(publish, channel, '0')
         redis.call('zremrangebyscore', timeouts, 0, now)
         local v = redis.call('incrby', permits, expired)
         if v > 0 then

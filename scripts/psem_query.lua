@@ -19,6 +19,12 @@
 -- held; "acquired" held; "lease" -1 for a non-expiring permit, the ms left
 -- for an expiring one, -2 for an unknown id; "update" 1 when the id was
 -- held (its expiry is now ARGV[5]), else 0.
+if ARGV[1] == 'update' then
+    acl_may('zadd', KEYS[2], ARGV[5], ARGV[4])
+end
+-- The reads that follow the reclaim's writes.
+acl_may('get', KEYS[1])
+acl_may('zscore', KEYS[2], 'x')
 psem_reclaim(KEYS[1], KEYS[2], KEYS[3], ARGV[2], ARGV[3])
 local op = ARGV[1]
 if op == 'available' then

@@ -22,6 +22,9 @@
 --        their number, that number is published and replied (recorded).
 -- Or the status FENCED (sync_prelude.lua).
 local now = tonumber(ARGV[4])
+acl_may('zrem', KEYS[3], ARGV[7])
+acl_may('incrby', KEYS[1], 1)
+acl_may(ARGV[5], KEYS[2], '0')
 if ARGV[6] == 'one' then
     local e = redis.call('zscore', KEYS[3], ARGV[7])
     if redis.call('zrem', KEYS[3], ARGV[7]) ~= 1 then

@@ -32,10 +32,12 @@ if prior ~= tonumber(ARGV[4]) then
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
-    -- The calls the ACL may deny come first (the timeout key expires by
-    -- itself; PEXPIRE on a missing hash does nothing, and a hash without
-    -- a mode is taken over anyway), so a denied one leaves no hold
-    -- without a TTL.
+    -- Every call after the first write is checked before it
+    -- (acl_prelude.lua), so a call the ACL refuses writes nothing. (On a
+    -- missing hash the first PEXPIRE does nothing and is its own check;
+    -- a hash without a mode, a plain lock of the same name, may exist.)
+    acl_may('set', KEYS[2] .. ':1', '1', 'px', ARGV[1])
+    acl_may('hset', KEYS[1], 'mode', 'read')
     redis.call('pexpire', KEYS[1], ARGV[1])
     redis.call('set', KEYS[2] .. ':1', 1, 'px', ARGV[1])
     redis.call('hset', KEYS[1], 'mode', 'read')
@@ -44,9 +46,11 @@ if mode == false then
     return 1
 end
 if mode == 'read' or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
-    -- The same order: the new level's timeout key and the TTL (never
-    -- shortened) before the count, so a denied call adds no reader.
+    -- The same (the PEXPIRE is the first write); the TTL is never
+    -- shortened.
     local n = prior + 1
+    acl_may('set', KEYS[2] .. ':' .. n, '1', 'px', ARGV[1])
+    acl_may('hincrby', KEYS[1], ARGV[2], '1')
     local ttl = redis.call('pttl', KEYS[1])
     redis.call('pexpire', KEYS[1], math.max(ttl, tonumber(ARGV[1])))
     redis.call('set', KEYS[2] .. ':' .. n, 1, 'px', ARGV[1])

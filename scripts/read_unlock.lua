@@ -58,6 +58,19 @@ local function own(n)
     end
     return {n, t}
 end
+-- Every write from here on, checked before the first (acl_prelude.lua): a
+-- refused unlock leaves the hold as it was.
+acl_may('hincrby', KEYS[1], ARGV[1], '-1')
+acl_may('hdel', KEYS[1], ARGV[1])
+acl_may('del', KEYS[3] .. ':' .. prior)
+acl_may('pexpire', KEYS[1], '1')
+acl_may('del', KEYS[1])
+acl_may(ARGV[2], KEYS[2], '0')
+-- and the reads that follow a write
+acl_may('hlen', KEYS[1])
+acl_may('hkeys', KEYS[1])
+acl_may('pttl', KEYS[1])
+acl_may('pttl', KEYS[3] .. ':' .. prior)
 local mode = redis.call('hget', KEYS[1], 'mode')
 local n = redis.call('hincrby', KEYS[1], ARGV[1], -1)
 if n == 0 then

@@ -65,6 +65,8 @@ var (
 	fairCancelText string
 	//go:embed fair_force_unlock.lua
 	fairForceUnlockText string
+	//go:embed acl_prelude.lua
+	aclPrelude string
 	//go:embed sync_prelude.lua
 	syncPrelude string
 	//go:embed sync_fence.lua
@@ -92,43 +94,47 @@ var (
 // The lock scripts. See the header of each .lua file for KEYS, ARGV and
 // replies.
 var (
-	Acquire     = New("acquire", acquireText)
-	Unlock      = New("unlock", unlockText)
-	ForceUnlock = New("force_unlock", forceUnlockText)
+	Acquire     = joined("acquire", acl, source{"acquire.lua", acquireText})
+	Unlock      = joined("unlock", acl, source{"unlock.lua", unlockText})
+	ForceUnlock = joined("force_unlock", acl, source{"force_unlock.lua", forceUnlockText})
 	Renew       = New("renew", renewText)
 	Fence       = New("fence", fenceText)
 
-	ReadAcquire  = New("read_acquire", readAcquireText)
-	ReadUnlock   = New("read_unlock", readUnlockText)
-	WriteAcquire = New("write_acquire", writeAcquireText)
-	WriteUnlock  = New("write_unlock", writeUnlockText)
+	ReadAcquire  = joined("read_acquire", acl, source{"read_acquire.lua", readAcquireText})
+	ReadUnlock   = joined("read_unlock", acl, source{"read_unlock.lua", readUnlockText})
+	WriteAcquire = joined("write_acquire", acl, source{"write_acquire.lua", writeAcquireText})
+	WriteUnlock  = joined("write_unlock", acl, source{"write_unlock.lua", writeUnlockText})
 	RenewRead    = New("renew_read", renewReadText)
 	ReadLocked   = New("read_locked", readLockedText)
 	Expire       = New("expire", expireText)
 
 	// The fair lock's scripts share the functions of fair_prelude.lua,
 	// which runs first.
-	FairAcquire     = joined("fair_acquire", source{"fair_prelude.lua", fairPrelude}, source{"fair_acquire.lua", fairAcquireText})
-	FairUnlock      = joined("fair_unlock", source{"fair_prelude.lua", fairPrelude}, source{"fair_unlock.lua", fairUnlockText})
-	FairCancel      = joined("fair_cancel", source{"fair_prelude.lua", fairPrelude}, source{"fair_cancel.lua", fairCancelText})
-	FairForceUnlock = joined("fair_force_unlock", source{"fair_prelude.lua", fairPrelude}, source{"fair_force_unlock.lua", fairForceUnlockText})
+	FairAcquire     = joined("fair_acquire", acl, source{"fair_prelude.lua", fairPrelude}, source{"fair_acquire.lua", fairAcquireText})
+	FairUnlock      = joined("fair_unlock", acl, source{"fair_prelude.lua", fairPrelude}, source{"fair_unlock.lua", fairUnlockText})
+	FairCancel      = joined("fair_cancel", acl, source{"fair_prelude.lua", fairPrelude}, source{"fair_cancel.lua", fairCancelText})
+	FairForceUnlock = joined("fair_force_unlock", acl, source{"fair_prelude.lua", fairPrelude}, source{"fair_force_unlock.lua", fairForceUnlockText})
 
 	// The synchronizers' write scripts run sync_prelude.lua first: a
 	// fence check and record(v), which keeps the outcome of a call that
 	// changed data for SyncFence to read after a lost reply.
 	SyncFence   = New("sync_fence", syncFenceText)
-	SemAcquire  = joined("sem_acquire", source{"sync_prelude.lua", syncPrelude}, source{"sem_acquire.lua", semAcquireText})
-	SemUpdate   = joined("sem_update", source{"sync_prelude.lua", syncPrelude}, source{"sem_update.lua", semUpdateText})
-	PsemAcquire = joined("psem_acquire", source{"sync_prelude.lua", syncPrelude}, source{"psem_acquire.lua", psemAcquireText})
-	PsemRelease = joined("psem_release", source{"sync_prelude.lua", syncPrelude}, source{"psem_prelude.lua", psemPrelude}, source{"psem_release.lua", psemReleaseText})
-	PsemUpdate  = joined("psem_update", source{"sync_prelude.lua", syncPrelude}, source{"psem_update.lua", psemUpdateText})
-	PsemQuery   = joined("psem_query", source{"psem_prelude.lua", psemPrelude}, source{"psem_query.lua", psemQueryText})
-	LatchUpdate = joined("latch_update", source{"sync_prelude.lua", syncPrelude}, source{"latch_update.lua", latchUpdateText})
+	SemAcquire  = joined("sem_acquire", acl, source{"sync_prelude.lua", syncPrelude}, source{"sem_acquire.lua", semAcquireText})
+	SemUpdate   = joined("sem_update", acl, source{"sync_prelude.lua", syncPrelude}, source{"sem_update.lua", semUpdateText})
+	PsemAcquire = joined("psem_acquire", acl, source{"sync_prelude.lua", syncPrelude}, source{"psem_acquire.lua", psemAcquireText})
+	PsemRelease = joined("psem_release", acl, source{"sync_prelude.lua", syncPrelude}, source{"psem_prelude.lua", psemPrelude}, source{"psem_release.lua", psemReleaseText})
+	PsemUpdate  = joined("psem_update", acl, source{"sync_prelude.lua", syncPrelude}, source{"psem_update.lua", psemUpdateText})
+	PsemQuery   = joined("psem_query", acl, source{"psem_prelude.lua", psemPrelude}, source{"psem_query.lua", psemQueryText})
+	LatchUpdate = joined("latch_update", acl, source{"sync_prelude.lua", syncPrelude}, source{"latch_update.lua", latchUpdateText})
 
 	// Inspect reads, for the rlock tool, every key a lock or synchronizer
 	// of one name keeps; it writes nothing.
 	Inspect = New("inspect", inspectText)
 )
+
+// acl is the prelude of every script that checks its writes against the
+// caller's ACL before it makes the first (acl_may).
+var acl = source{"acl_prelude.lua", aclPrelude}
 
 // Script is a Lua script with its SHA-1, safe for concurrent use.
 type Script struct {

@@ -19,6 +19,8 @@
 -- Or the status FENCED (sync_prelude.lua).
 local op = ARGV[4]
 if op == 'release' then
+    acl_may('incrby', KEYS[1], ARGV[5])
+    acl_may(ARGV[6], KEYS[2], '0')
     local v = redis.call('incrby', KEYS[1], ARGV[5])
     redis.call(ARGV[6], KEYS[2], v)
     record(v)
@@ -27,12 +29,16 @@ elseif op == 'tryset' then
     if redis.call('exists', KEYS[1]) == 1 then
         return 0
     end
+    acl_may('set', KEYS[1], ARGV[5])
+    acl_may(ARGV[6], KEYS[2], ARGV[5])
     redis.call('set', KEYS[1], ARGV[5])
     redis.call(ARGV[6], KEYS[2], ARGV[5])
     record('1')
     return 1
 elseif op == 'add' then
     local v = (tonumber(redis.call('get', KEYS[1])) or 0) + tonumber(ARGV[5])
+    acl_may('set', KEYS[1], v)
+    acl_may(ARGV[6], KEYS[2], v)
     redis.call('set', KEYS[1], v)
     redis.call(ARGV[6], KEYS[2], v)
     record(v)
@@ -42,6 +48,7 @@ elseif op == 'drain' then
     if not v then
         return 0
     end
+    acl_may('set', KEYS[1], 0)
     redis.call('set', KEYS[1], 0)
     record(v)
     return tonumber(v)

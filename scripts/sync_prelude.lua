@@ -20,10 +20,17 @@
 -- record(v) in the same script, so the change and its record are one atomic
 -- step: after a lost reply sync_fence.lua finds the record (it ran) or fences
 -- the call (it never will). Nothing is ever resent while it may have run.
+--
+-- acl_prelude.lua runs before it: the record's writes are checked here, and
+-- each script checks its own writes before it makes the first (acl_may), so
+-- a call the ACL refuses changes nothing, its record included.
 local sync_fence_key, sync_record_key = KEYS[#KEYS - 1], KEYS[#KEYS]
 if redis.call('exists', sync_fence_key) == 1 then
     return redis.status_reply('FENCED')
 end
+acl_may('zremrangebyscore', sync_record_key, '-inf', '(0')
+acl_may('zadd', sync_record_key, '0', 'x')
+acl_may('pexpire', sync_record_key, '1')
 local function record(v)
     redis.call('zremrangebyscore', sync_record_key, '-inf', '(' .. ARGV[2])
     redis.call('zadd', sync_record_key, ARGV[1], ARGV[1] .. ':' .. v)

@@ -47,6 +47,7 @@ if prior == 1 then
     redis.call('del', KEYS[1])
     return 0
 end
+acl_may('pexpire', KEYS[1], ARGV[2]) -- before the first write (acl_prelude.lua)
 local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 redis.call('pexpire', KEYS[1], ARGV[2])
 return n

@@ -25,8 +25,10 @@ if prior ~= tonumber(ARGV[3]) then
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
-    -- PEXPIRE on the missing key first: it does nothing, and a user whose ACL
-    -- denies it fails here, before a hold without a TTL is written.
+    -- The HSET checked first (acl_prelude.lua): a hash without a mode (a
+    -- plain lock of the same name) exists, and its TTL is a write. PEXPIRE
+    -- on a missing key does nothing and is its own check.
+    acl_may('hset', KEYS[1], 'mode', 'write')
     redis.call('pexpire', KEYS[1], ARGV[1])
     redis.call('hset', KEYS[1], 'mode', 'write')
     redis.call('hset', KEYS[1], ARGV[2], 1)
@@ -34,7 +36,8 @@ if mode == false then
     return 1
 end
 if mode == 'write' and prior > 0 then
-    -- The TTL before the count, so a denied PEXPIRE adds no level.
+    -- The count checked before the TTL, the first write (acl_prelude.lua).
+    acl_may('hincrby', KEYS[1], ARGV[2], '1')
     local ttl = redis.call('pttl', KEYS[1])
     redis.call('pexpire', KEYS[1], ttl + tonumber(ARGV[1]))
     return redis.call('hincrby', KEYS[1], ARGV[2], 1)

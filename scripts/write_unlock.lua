@@ -38,6 +38,17 @@ end
 if prior == 0 or mode ~= 'write' then
     return -1
 end
+-- Every write from here on, checked before the first (acl_prelude.lua): a
+-- refused unlock leaves the hold as it was.
+acl_may('hincrby', KEYS[1], ARGV[3], '-1')
+acl_may('pexpire', KEYS[1], ARGV[2])
+acl_may('hdel', KEYS[1], ARGV[3])
+acl_may('del', KEYS[1])
+acl_may('hset', KEYS[1], 'mode', 'read')
+acl_may(ARGV[4], KEYS[2], ARGV[1])
+-- and the reads that follow a write
+acl_may('hlen', KEYS[1])
+acl_may('pttl', KEYS[1])
 local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 if n > 0 then
     -- Redisson sets the lease; when the same owner also reads (HLEN > 2),
