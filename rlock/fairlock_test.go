@@ -571,3 +571,39 @@ func TestFairLockCloseLeaveStalls(t *testing.T) {
 	require.NoError(t, e.do("DEL", rlock.FairQueueName(name), rlock.FairTimeoutName(name)).Error())
 	require.NoError(t, holder.FairLock(name).Unlock(h))
 }
+
+// TestFairLockReservationFromTheSendThatRan: a fair waiter's acquire
+// refused (BUSY) for over a second, then run, dates its reservation from
+// the send that ran: the lock's expiry plus the fair wait, as the script
+// computes it (the lock's TTL + wait + now). Sent again with its first
+// attempt's now, it was dated that much earlier, and other clients'
+// cleanup could drop the waiter from the line before its reservation was
+// really over.
+func TestFairLockReservationFromTheSendThatRan(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	holder := e.client()
+	const wait = 20 * time.Second
+	faulty, c := faultyClient(t, e, rlock.WithFairLockWaitTimeout(wait))
+	name := "fair-resent"
+	h := rlock.WithOwner(ctx, 1)
+	require.NoError(t, holder.FairLock(name).LockLease(h, time.Minute))
+	loadScripts(t, e, scripts.FairAcquire)
+	busy := redistest.RedisError(ctx, e.raw, "BUSY Redis is busy running a script")
+	// Ten refusals with back-off (10 ms doubling to 500 ms, jittered) take
+	// at least 1.3 s.
+	faulty.Inject(redistest.Rule{Match: isScript(scripts.FairAcquire), Fault: redistest.Refuse, Err: busy, Times: 10})
+	start := time.Now()
+	w := make(chan error, 1)
+	go func() { w <- c.FairLock(name).Lock(rlock.WithOwner(ctx, 2)) }()
+	waitQueued(t, e, name, 1)
+	require.Greater(t, time.Since(start), time.Second, "the refusals did not last a second")
+	expiry, err := e.do("PEXPIRETIME", name).AsInt64()
+	require.NoError(t, err)
+	_, timeouts := fairQueue(t, e, name)
+	assert.InDelta(t, float64(expiry+wait.Milliseconds()), timeouts[field(c, 2)], 250,
+		"the reservation is not the lock's expiry plus the wait (dated from the first attempt?)")
+	require.NoError(t, holder.FairLock(name).Unlock(h))
+	require.NoError(t, <-w)
+	require.NoError(t, c.FairLock(name).Unlock(rlock.WithOwner(ctx, 2)))
+}

@@ -206,7 +206,9 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 		before := t.Count(h)
 		call := &Call{Script: s.Acquire, Name: s.Name, Field: field, Token: s.TokenKey, Stop: ctx.Done()}
 		call.Keys = s.AcquireKeys(call.keys[:0], field, h.Fence(NewFence))
-		call.Args = s.AcquireArgs(call.args[:0], Attempt{Field: field, LeaseMs: leaseMs, Expected: strconv.Itoa(before), Wait: wait, Once: wait == 0})
+		call.Attempt = Attempt{Field: field, LeaseMs: leaseMs, Expected: strconv.Itoa(before), Wait: wait, Once: wait == 0}
+		call.Remake = s.AcquireArgs
+		call.Args = s.AcquireArgs(call.args[:0], call.Attempt)
 		sent := time.Now()
 		out, err := e.Exactly(ctx, deadline, call)
 		if err != nil || out.Fenced {

@@ -160,6 +160,12 @@ type Call struct {
 	// (ErrUnresolved): an acquire whose caller has gone hands the
 	// settling to the background, which undoes the grant if it ran.
 	Stop <-chan struct{}
+	// Remake, when set, makes Args again from Attempt before the call is
+	// sent again after a refusal (NotRun): an acquire's arguments may hold
+	// the time (the fair lock's now, from which its reservation is dated),
+	// which must be that of the send that runs.
+	Remake  func(dst []string, a Attempt) []string
+	Attempt Attempt
 
 	keys [5]string // room for Keys and Args, so a call is one allocation
 	args [8]string
@@ -253,6 +259,9 @@ func (e *Engine) Exactly(ctx context.Context, deadline time.Time, c *Call) (Outc
 			}
 			if err := e.pause(ctx, d); err != nil {
 				return Outcome{}, err
+			}
+			if c.Remake != nil {
+				c.Args = c.Remake(c.args[:0], c.Attempt)
 			}
 			continue
 		}
