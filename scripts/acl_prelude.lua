@@ -10,8 +10,10 @@
 -- Valkey) tells without running it. A script calls it for every write it may
 -- make before it makes the first one, so a refused call writes nothing: a
 -- permit is not taken, a count not changed and a hold not deleted while the
--- caller is told the call failed. On servers without acl_check_cmd (Redis
--- 6) the check passes and a denied command fails where it stands.
+-- caller is told the call failed. The first write itself needs no check: if
+-- it is refused, nothing was written before it. On servers without
+-- acl_check_cmd (Redis 6) the check passes and a denied command fails where
+-- it stands.
 local function acl_may(...)
     if redis.acl_check_cmd and not redis.acl_check_cmd(...) then
         local cmd, target = ...

@@ -18,12 +18,7 @@
 -- (sync_prelude.lua).
 local op, pub = ARGV[4], ARGV[#ARGV]
 acl_may(pub, KEYS[2], '0')
-if op == 'tryset' then
-    acl_may('set', KEYS[1], ARGV[5])
-elseif op == 'countdown' then
-    acl_may('decr', KEYS[1])
-    acl_may('del', KEYS[1])
-else
+if op == 'countdown' then
     acl_may('del', KEYS[1])
 end
 if op == 'tryset' then

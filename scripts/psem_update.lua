@@ -18,8 +18,6 @@
 -- ARGV[6]  "PUBLISH" or "SPUBLISH"
 -- A reply of 1 is recorded. Or the status FENCED (sync_prelude.lua).
 local op, n = ARGV[4], tonumber(ARGV[5])
-acl_may('set', KEYS[1], n)
-acl_may('incrby', KEYS[1], n)
 acl_may(ARGV[6], KEYS[2], n)
 if op == 'tryset' then
     if redis.call('exists', KEYS[1]) == 1 then

@@ -58,9 +58,8 @@ local function own(n)
     end
     return {n, t}
 end
--- Every write from here on, checked before the first (acl_prelude.lua): a
--- refused unlock leaves the hold as it was.
-acl_may('hincrby', KEYS[1], ARGV[1], '-1')
+-- Every call after the first write (the HINCRBY), checked before it
+-- (acl_prelude.lua): a refused unlock leaves the hold as it was.
 acl_may('hdel', KEYS[1], ARGV[1])
 acl_may('del', KEYS[3] .. ':' .. prior)
 acl_may('pexpire', KEYS[1], '1')

@@ -11,7 +11,6 @@
 -- nothing changed; the status FENCED (sync_prelude.lua).
 local v = tonumber(redis.call('get', KEYS[1]))
 if v ~= nil and v >= tonumber(ARGV[4]) then
-    acl_may('decrby', KEYS[1], ARGV[4])
     redis.call('decrby', KEYS[1], ARGV[4])
     record('1')
     return 1

@@ -19,7 +19,6 @@
 -- Or the status FENCED (sync_prelude.lua).
 local op = ARGV[4]
 if op == 'release' then
-    acl_may('incrby', KEYS[1], ARGV[5])
     acl_may(ARGV[6], KEYS[2], '0')
     local v = redis.call('incrby', KEYS[1], ARGV[5])
     redis.call(ARGV[6], KEYS[2], v)
@@ -29,7 +28,6 @@ elseif op == 'tryset' then
     if redis.call('exists', KEYS[1]) == 1 then
         return 0
     end
-    acl_may('set', KEYS[1], ARGV[5])
     acl_may(ARGV[6], KEYS[2], ARGV[5])
     redis.call('set', KEYS[1], ARGV[5])
     redis.call(ARGV[6], KEYS[2], ARGV[5])
@@ -37,7 +35,6 @@ elseif op == 'tryset' then
     return 1
 elseif op == 'add' then
     local v = (tonumber(redis.call('get', KEYS[1])) or 0) + tonumber(ARGV[5])
-    acl_may('set', KEYS[1], v)
     acl_may(ARGV[6], KEYS[2], v)
     redis.call('set', KEYS[1], v)
     redis.call(ARGV[6], KEYS[2], v)
@@ -48,7 +45,6 @@ elseif op == 'drain' then
     if not v then
         return 0
     end
-    acl_may('set', KEYS[1], 0)
     redis.call('set', KEYS[1], 0)
     record(v)
     return tonumber(v)

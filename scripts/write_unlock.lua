@@ -38,9 +38,8 @@ end
 if prior == 0 or mode ~= 'write' then
     return -1
 end
--- Every write from here on, checked before the first (acl_prelude.lua): a
--- refused unlock leaves the hold as it was.
-acl_may('hincrby', KEYS[1], ARGV[3], '-1')
+-- Every call after the first write (the HINCRBY), checked before it
+-- (acl_prelude.lua): a refused unlock leaves the hold as it was.
 acl_may('pexpire', KEYS[1], ARGV[2])
 acl_may('hdel', KEYS[1], ARGV[3])
 acl_may('del', KEYS[1])
