@@ -431,11 +431,8 @@ func TestFairLockCloseLeaveFaults(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	holder, behind := e.client(), e.client()
-	busy := redistest.RedisError(ctx, e.raw, "BUSY Redis is busy running a script")
 	loading := redistest.RedisError(ctx, e.raw, "LOADING Redis is loading the dataset in memory")
-	// Loaded, so that the faulted EVALSHA is the call that runs (not a
-	// NOSCRIPT followed by an EVAL).
-	require.NoError(t, e.do("SCRIPT", "LOAD", scripts.FairCancel.Text()).Error())
+	loadScripts(t, e, scripts.FairCancel)
 	const (
 		lasting = 1 << 20
 		timeout = time.Second
@@ -449,12 +446,12 @@ func TestFairLockCloseLeaveFaults(t *testing.T) {
 	}{
 		{redistest.Drop, nil, 1, true},
 		{redistest.LoseReply, nil, 1, true},
-		{redistest.Refuse, busy, 1, true},
+		{redistest.Refuse, busy(e), 1, true},
 		{redistest.Refuse, loading, 1, true},
 		{redistest.Refuse, rueidis.ErrClosing, 1, true},
 		{redistest.Drop, nil, lasting, false},
 		{redistest.LoseReply, nil, lasting, true},
-		{redistest.Refuse, busy, lasting, false},
+		{redistest.Refuse, busy(e), lasting, false},
 	} {
 		label := strings.ReplaceAll(tc.fault.String(), " ", "-")
 		if tc.err != nil {
@@ -589,10 +586,9 @@ func TestFairLockReservationFromTheSendThatRan(t *testing.T) {
 	h := rlock.WithOwner(ctx, 1)
 	require.NoError(t, holder.FairLock(name).LockLease(h, time.Minute))
 	loadScripts(t, e, scripts.FairAcquire)
-	busy := redistest.RedisError(ctx, e.raw, "BUSY Redis is busy running a script")
 	// Ten refusals with back-off (10 ms doubling to 500 ms, jittered) take
 	// at least 1.3 s.
-	faulty.Inject(redistest.Rule{Match: isScript(scripts.FairAcquire), Fault: redistest.Refuse, Err: busy, Times: 10})
+	faulty.Inject(redistest.Rule{Match: isScript(scripts.FairAcquire), Fault: redistest.Refuse, Err: busy(e), Times: 10})
 	start := time.Now()
 	w := make(chan error, 1)
 	go func() { w <- c.FairLock(name).Lock(rlock.WithOwner(ctx, 2)) }()

@@ -53,6 +53,11 @@ func faultyClient(t *testing.T, e *env, opts ...rlock.Option) (*redistest.Faulty
 	return faulty, c
 }
 
+// busy is Redis' BUSY error reply, for a Refuse fault.
+func busy(e *env) error {
+	return redistest.RedisError(context.Background(), e.raw, "BUSY Redis is busy running a script")
+}
+
 // abandonAcquire runs acquire with a context that is cancelled while the
 // reply of its call of script is lost: the caller leaves with
 // context.Canceled, and the background settles the call (which ran).
@@ -110,9 +115,8 @@ func TestSyncGiveBackOutlastsRefusals(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	loadScripts(t, e, scripts.SemAcquire, scripts.SemUpdate, scripts.SyncFence)
-	busy := redistest.RedisError(bg, e.raw, "BUSY Redis is busy running a script")
 	refused := faulty.Count(isScript(scripts.SemUpdate))
-	faulty.Inject(redistest.Rule{Match: isScript(scripts.SemUpdate), Fault: redistest.Refuse, Err: busy, Times: 10})
+	faulty.Inject(redistest.Rule{Match: isScript(scripts.SemUpdate), Fault: redistest.Refuse, Err: busy(e), Times: 10})
 	abandonAcquire(t, faulty, scripts.SemAcquire, func(ctx context.Context) (bool, error) { return s.TryAcquire(ctx, 1, 0) })
 	require.Eventually(t, func() bool { return getKey(t, e, "give-back-refused") == "5" }, 15*time.Second, 10*time.Millisecond,
 		"the abandoned permit was not given back (give-back calls: %d)", refused())
@@ -305,10 +309,9 @@ func TestPermitLeaseFromTheSendThatRan(t *testing.T) {
 			require.NoError(t, err)
 			require.True(t, ok)
 			loadScripts(t, e, scripts.PsemAcquire, scripts.SyncFence)
-			busy := redistest.RedisError(bg, e.raw, "BUSY Redis is busy running a script")
 			// Ten failed sends with back-off (10 ms doubling to 500 ms,
 			// jittered) take over a second, longer than the lease.
-			faulty.Inject(redistest.Rule{Match: isScript(scripts.PsemAcquire), Fault: fault, Err: busy, Times: 10})
+			faulty.Inject(redistest.Rule{Match: isScript(scripts.PsemAcquire), Fault: fault, Err: busy(e), Times: 10})
 			const lease = time.Second
 			start := time.Now()
 			id, ok, err := s.TryAcquire(bg, 10*time.Second, lease)
