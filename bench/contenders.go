@@ -80,7 +80,7 @@ var Settings = map[string]string{
 	"rlock-sem":      "rlock Semaphore(name) of 1 permit (TrySetPermits(1) before the run), Acquire(1)/Release(1), defaults as rlock",
 	"limit-read":     "scripts.ReadAcquire/ReadUnlock Exec straight on rueidis (one attempt, no settling)",
 	"limit-fenced":   "scripts.Acquire/Unlock with the token key, Exec straight on rueidis (a fresh fence per grant, no settling)",
-	"limit-sem":      "scripts.SemAcquire/SemUpdate (this library's semaphore scripts, exactness frame included: fence check, record, trim, TTL) Exec straight on rueidis; one record key and one never-written fence key per handle, no settling",
+	"limit-sem":      "scripts.SemAcquire/SemUpdate (this library's semaphore scripts, exactness frame included: fence check, record, TTL) Exec straight on rueidis; one record key and one never-written fence key per handle, no settling",
 	"limit-semplain": "Redisson's semaphore commands alone (acquire: GET, DECRBY; release: INCRBY, PUBLISH) as two small scripts Exec straight on rueidis: what any client of Redisson's format costs, without this library's exactness frame",
 	"rueidislock":    "rueidislock (rueidis v1.0.79): KeyMajority 1, NoLoopTracking (Redis ≥ 7.0.5, as its README advises), client-side caching on; KeyValidity 5s default (3s in S3, extends every validity/2)",
 }
@@ -484,9 +484,8 @@ func (m *limitOnce) Unlock(ctx context.Context) error {
 // limitSem is the bare scripts of a semaphore of one permit: Acquire(1)
 // and Release(1), one attempt each (S1 never waits), no settling. With
 // plain, Redisson's commands alone; otherwise this library's scripts,
-// each call a fresh sequence number whose earlier calls are all resolved
-// (the low mark is the call's own, as the library sends it when nothing
-// else is in flight).
+// each call a fresh sequence number in slot 0 (the slot the library gives
+// a call when no other of its calls on the object is in flight).
 type limitSem struct {
 	rc            rueidis.Client
 	plain         bool
@@ -514,7 +513,7 @@ func (m *limitSem) Lock(ctx context.Context) error {
 	} else {
 		m.seq++
 		s := strconv.FormatUint(m.seq, 10)
-		res = scripts.SemAcquire.Exec(ctx, m.rc, []string{m.name, m.fence, m.record}, []string{s, s, "3600000", "1"})
+		res = scripts.SemAcquire.Exec(ctx, m.rc, []string{m.name, m.fence, m.record}, []string{s, "0", "3600000", "1"})
 	}
 	r, err := res.AsInt64()
 	if err != nil {
@@ -533,7 +532,7 @@ func (m *limitSem) Unlock(ctx context.Context) error {
 	m.seq++
 	s := strconv.FormatUint(m.seq, 10)
 	return scripts.SemUpdate.Exec(ctx, m.rc, []string{m.name, m.channel, m.fence, m.record},
-		[]string{s, s, "3600000", "release", "1", "PUBLISH"}).Error()
+		[]string{s, "0", "3600000", "release", "1", "PUBLISH"}).Error()
 }
 
 var ownerMu sync.Mutex

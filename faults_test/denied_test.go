@@ -207,16 +207,27 @@ func TestDeniedSyncCallWritesNothing(t *testing.T) {
 			return err
 		}
 	}
+	// noRecord drops the client's record key after setup: the call then
+	// sets its TTL (a fresh one is set again only when half has run).
+	noRecord := func(setup func(c *rlock.Client, name string) error) func(c *rlock.Client, name string) error {
+		return func(c *rlock.Client, name string) error {
+			if err := setup(c, name); err != nil {
+				return err
+			}
+			do(t, srv, "DEL", "goredisson_ops:{"+name+"}:"+c.ID())
+			return nil
+		}
+	}
 	cases := []deniedCase{
 		{"semaphore try-acquire", "decrby", "", sem(2),
 			func(c *rlock.Client, n string) error { _, err := c.Semaphore(n).TryAcquire(ctx, 1, 0); return err }},
-		{"semaphore try-acquire", "zadd", "", sem(2),
+		{"semaphore try-acquire", "hset", "", sem(2),
 			func(c *rlock.Client, n string) error { _, err := c.Semaphore(n).TryAcquire(ctx, 1, 0); return err }},
 		{"semaphore release", "publish", "", sem(0),
 			func(c *rlock.Client, n string) error { return c.Semaphore(n).Release(ctx, 1) }},
 		{"semaphore release, no channel allowed", "publish", "resetchannels", sem(0),
 			func(c *rlock.Client, n string) error { return c.Semaphore(n).Release(ctx, 1) }},
-		{"semaphore release", "pexpire", "", sem(0),
+		{"semaphore release, a record key to refresh", "pexpire", "", noRecord(sem(0)),
 			func(c *rlock.Client, n string) error { return c.Semaphore(n).Release(ctx, 1) }},
 		{"semaphore add", "publish", "", sem(1),
 			func(c *rlock.Client, n string) error { return c.Semaphore(n).AddPermits(ctx, 2) }},

@@ -155,6 +155,25 @@ func familyWorkload(ctx context.Context, a, b *rlock.Client, prefix string, rene
 	if err != nil {
 		return err
 	}
+	// A permit whose lease ended comes back with the next call
+	// (psem_prelude.lua's ZREMRANGEBYSCORE).
+	if _, err := pa.Acquire(ctx, 20*time.Millisecond); err != nil {
+		return fmt.Errorf("permit-expirable semaphore: Acquire with a lease: %w", err)
+	}
+	for {
+		n, err := pb.AvailablePermits(ctx)
+		if err != nil {
+			return fmt.Errorf("permit-expirable semaphore: AvailablePermits after a lease: %w", err)
+		}
+		if n == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("permit-expirable semaphore: the permit never came back: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 
 	// A latch's channel wraps its name in braces: a name with a hash tag
 	// cannot be a latch on a cluster.

@@ -4,7 +4,7 @@
 -- KEYS[1]  the latch key (the raw name): a string integer, the count
 -- KEYS[2]  the channel "redisson_countdownlatch__channel__{<raw>}"
 -- KEYS[3], KEYS[4]  fence and record keys (sync_prelude.lua)
--- ARGV[1..3]        sequence number, low mark, TTL (sync_prelude.lua)
+-- ARGV[1..3]        sequence number, slot, TTL (sync_prelude.lua)
 -- ARGV[4]  the operation:
 --   "tryset" c   if the key is missing: SET c, publish 1 (NEW_COUNT),
 --                reply 1; otherwise reply 0, nothing changed

@@ -9,7 +9,7 @@
 --          non-expiring marker
 -- KEYS[3]  the channel "redisson_sc:{<raw>}"
 -- KEYS[4], KEYS[5]  fence and record keys (sync_prelude.lua)
--- ARGV[1..3]        sequence number, low mark, TTL (sync_prelude.lua)
+-- ARGV[1..3]        sequence number, slot, TTL (sync_prelude.lua)
 -- ARGV[4]  n > 0
 -- ARGV[5]  the new permits' expiry date (now + lease, or the marker)
 -- ARGV[6]  now, ms since the epoch (the client's clock, as Java's)

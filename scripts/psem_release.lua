@@ -6,7 +6,7 @@
 -- KEYS[2]  the channel "redisson_sc:{<raw>}"
 -- KEYS[3]  the timeout zset "{<raw>}:timeout"
 -- KEYS[4], KEYS[5]  fence and record keys (sync_prelude.lua)
--- ARGV[1..3]        sequence number, low mark, TTL (sync_prelude.lua)
+-- ARGV[1..3]        sequence number, slot, TTL (sync_prelude.lua)
 -- ARGV[4]  now, ms since the epoch
 -- ARGV[5]  "PUBLISH" or "SPUBLISH"
 -- ARGV[6]  "one" (Redisson's tryRelease(id)) or "all" (tryRelease(ids))

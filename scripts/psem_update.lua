@@ -6,7 +6,7 @@
 -- KEYS[2]  the channel "redisson_sc:{<raw>}"
 -- KEYS[3]  the timeout zset "{<raw>}:timeout"
 -- KEYS[4], KEYS[5]  fence and record keys (sync_prelude.lua)
--- ARGV[1..3]        sequence number, low mark, TTL (sync_prelude.lua)
+-- ARGV[1..3]        sequence number, slot, TTL (sync_prelude.lua)
 -- ARGV[4]  the operation:
 --   "tryset" n  if the permits key is missing: SET n, publish n, reply 1;
 --               otherwise reply 0, nothing changed

@@ -4,7 +4,7 @@
 -- KEYS[1]  the semaphore key (the raw name): a string integer, the
 --          available permits; missing means none
 -- KEYS[2], KEYS[3]  fence and record keys (sync_prelude.lua)
--- ARGV[1..3]        sequence number, low mark, TTL (sync_prelude.lua)
+-- ARGV[1..3]        sequence number, slot, TTL (sync_prelude.lua)
 -- ARGV[4]  n > 0
 --
 -- Replies: 1 taken (DECRBY n; recorded "1"); 0 fewer than n available,

@@ -4,7 +4,7 @@
 -- KEYS[1]  the semaphore key (the raw name)
 -- KEYS[2]  its channel "redisson_sc:{<raw>}"
 -- KEYS[3], KEYS[4]  fence and record keys (sync_prelude.lua)
--- ARGV[1..3]        sequence number, low mark, TTL (sync_prelude.lua)
+-- ARGV[1..3]        sequence number, slot, TTL (sync_prelude.lua)
 -- ARGV[4]  the operation:
 --   "release" n   INCRBY n (creating the key), publish the new value;
 --                 reply and record the new value

@@ -5,6 +5,7 @@
 -- KEYS[2]  the client's record key "goredisson_ops:{<raw>}:<clientId>"
 -- ARGV[1]  the lost call's sequence number
 -- ARGV[2]  fence TTL, ms
+-- ARGV[3]  the lost call's slot
 --
 -- Reply:
 --   "<seq>:<value>"  the call ran and changed data; value is its record
@@ -12,10 +13,13 @@
 --                    had not run (its fence key is now set, so a late copy
 --                    does nothing), or it ran and left everything as it was
 --
+-- The slot holds no other call's record while this one is unsettled, only
+-- an earlier call's, whose seq differs.
+--
 -- Idempotent: safe to resend.
-local r = redis.call('zrangebyscore', KEYS[2], ARGV[1], ARGV[1])
-if #r > 0 then
-    return r[1]
+local r = redis.call('hget', KEYS[2], ARGV[3])
+if r and string.sub(r, 1, #ARGV[1] + 1) == ARGV[1] .. ':' then
+    return r
 end
 redis.call('set', KEYS[1], 'f', 'px', ARGV[2])
 return false

@@ -5,14 +5,17 @@
 --
 -- KEYS[#KEYS-1]  this call's fence key "goredisson_fence:{<raw>}:<32 hex id>"
 -- KEYS[#KEYS]    the calling client's record key
---                "goredisson_ops:{<raw>}:<clientId>": a sorted set whose
---                score is a call's sequence number and whose member is
---                "<seq>:<value>", the outcome of a call that changed data
+--                "goredisson_ops:{<raw>}:<clientId>": a hash whose field is
+--                a slot and whose value is "<seq>:<value>", the outcome of
+--                the call in that slot that changed data
 -- ARGV[1]        this call's sequence number (unique within the client)
--- ARGV[2]        the lowest sequence number of the client's calls whose
---                outcome it has not learnt yet: records below it are dropped
--- ARGV[3]        the TTL of the record key, ms (an hour; records are
---                dropped long before, once their calls are resolved)
+-- ARGV[2]        this call's slot: the client gives each of its calls in
+--                flight on the object a slot no other of them has, and
+--                gives it again only once the call's outcome is known, so
+--                a record is overwritten only after it is no longer read
+-- ARGV[3]        the TTL of the record key, ms (an hour). It is set when
+--                less than half of it is left: every record lives at least
+--                half of it
 -- The operation's own arguments start at ARGV[4].
 --
 -- A call whose fence key exists (sync_fence.lua settled it as not run) does
@@ -28,11 +31,14 @@ local sync_fence_key, sync_record_key = KEYS[#KEYS - 1], KEYS[#KEYS]
 if redis.call('exists', sync_fence_key) == 1 then
     return redis.status_reply('FENCED')
 end
-acl_may('zremrangebyscore', sync_record_key, '-inf', '(0')
-acl_may('zadd', sync_record_key, '0', 'x')
-acl_may('pexpire', sync_record_key, '1')
+local sync_refresh = redis.call('pttl', sync_record_key) < tonumber(ARGV[3]) / 2
+acl_may('hset', sync_record_key, ARGV[2], 'x')
+if sync_refresh then
+    acl_may('pexpire', sync_record_key, ARGV[3])
+end
 local function record(v)
-    redis.call('zremrangebyscore', sync_record_key, '-inf', '(' .. ARGV[2])
-    redis.call('zadd', sync_record_key, ARGV[1], ARGV[1] .. ':' .. v)
-    redis.call('pexpire', sync_record_key, ARGV[3])
+    redis.call('hset', sync_record_key, ARGV[2], ARGV[1] .. ':' .. v)
+    if sync_refresh then
+        redis.call('pexpire', sync_record_key, ARGV[3])
+    end
 end

@@ -19,26 +19,26 @@ import (
 // The synchronizers (semaphores, count-down latch) keep no owner in Redis
 // from which a lost reply could be settled, as a lock's count is. Their
 // write scripts record their outcome instead (scripts/sync_prelude.lua): a
-// call that changed data adds "<seq>:<value>" to the client's record key
-// of the object, in the same atomic step. After a lost reply,
-// scripts/sync_fence.lua reads the record (the call ran) or fences the call
-// (it never will). A record is dropped by the client's next recorded call
-// on the object once every call at or below its seq has been resolved, so
-// the record key holds about as many entries as the client has calls in
-// flight on it.
+// call that changed data writes "<seq>:<value>" to its slot of the client's
+// record key of the object, a hash, in the same atomic step. After a lost
+// reply, scripts/sync_fence.lua reads the slot (the call ran) or fences the
+// call (it never will). A slot is given to one call in flight at a time and
+// given again only once that call's outcome is known, so the record key
+// holds as many fields as the client had calls in flight on the object at
+// once, and no record is overwritten while it may still be read.
 
-// RecordTTL is how long a record key lives after its last record. It only
-// bounds how long a lost reply can wait for its settling: records are
-// dropped as soon as their calls are resolved. A settling that starts
-// later than RecordTTL/2 after its call gives up as unknown, rather than
-// read an expired record as "not run".
+// RecordTTL is how long a record key lives after its last record, at
+// least half of it: the scripts set it again when less than half is left.
+// It only bounds how long a lost reply can wait for its settling: a
+// settling that starts later than RecordTTL/2 after its call gives up as
+// unknown, rather than read an expired record as "not run".
 const RecordTTL = time.Hour
 
 var recordTTLms = strconv.FormatInt(RecordTTL.Milliseconds(), 10)
 
 // ops numbers a client's recorded calls (one sequence for the client, so
-// a seq is never reused on any object) and knows, per record key, the
-// lowest one not resolved yet.
+// a seq is never reused on any object) and gives each call in flight a
+// slot of its record key that no other call in flight there has.
 type ops struct {
 	mu   sync.Mutex
 	next uint64
@@ -46,11 +46,18 @@ type ops struct {
 	free []*objOps // emptied entries, for reuse
 }
 
+// objOps is the slots of one record key taken by calls not resolved yet:
+// busy[i] is slot i's call's seq, 0 when the slot is free.
 type objOps struct {
-	open []uint64 // the seqs not resolved yet, ascending: open[0] is the low mark
+	busy []uint64
+	n    int // slots taken
 }
 
-func (o *ops) begin(record string) (seq, low uint64) {
+// retired marks a slot whose call's outcome stays unknown: the call may
+// still run and write it, so no later call gets it.
+const retired = ^uint64(0)
+
+func (o *ops) begin(record string) (seq uint64, slot int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.objs == nil {
@@ -68,26 +75,40 @@ func (o *ops) begin(record string) (seq, low uint64) {
 		}
 		o.objs[record] = ob
 	}
-	ob.open = append(ob.open, seq) // seqs only grow: it stays sorted
-	return seq, ob.open[0]
-}
-
-func (o *ops) end(record string, seq uint64) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	ob := o.objs[record]
-	if ob == nil {
-		return
-	}
-	for i, s := range ob.open {
-		if s == seq {
-			ob.open = append(ob.open[:i], ob.open[i+1:]...)
+	slot = len(ob.busy)
+	for i, s := range ob.busy {
+		if s == 0 {
+			slot = i
 			break
 		}
 	}
-	if len(ob.open) == 0 {
-		delete(o.objs, record) // the next call's own seq is the low mark
+	if slot == len(ob.busy) {
+		ob.busy = append(ob.busy, 0)
+	}
+	ob.busy[slot] = seq
+	ob.n++
+	return seq, slot
+}
+
+// end frees the slot of seq, whose outcome is known; with retire, whose
+// outcome stays unknown: the slot is then never given again.
+func (o *ops) end(record string, seq uint64, slot int, retire bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	ob := o.objs[record]
+	if ob == nil || slot >= len(ob.busy) || ob.busy[slot] != seq {
+		return
+	}
+	if retire {
+		ob.busy[slot] = retired // stays taken: the entry is kept
+		return
+	}
+	ob.busy[slot] = 0
+	ob.n--
+	if ob.n == 0 {
+		delete(o.objs, record) // every slot is free again
 		if len(o.free) < 64 {
+			ob.busy = ob.busy[:0]
 			o.free = append(o.free, ob)
 		}
 	}
@@ -208,17 +229,17 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 	if record == "" {
 		record = names.Record(c.Name, e.ClientID)
 	}
-	// Low marks are per record key, not per name: "x" and "{x}" share
-	// one (Redisson's prefix rule), and a call on one must not drop the
+	// Slots are per record key, not per name: "x" and "{x}" share one
+	// (Redisson's prefix rule), and a call on one must not overwrite the
 	// record of an unsettled call on the other.
-	seq, low := e.ops.begin(record)
-	sq := strconv.FormatUint(seq, 10)
+	seq, slot := e.ops.begin(record)
+	sq, ss := strconv.FormatUint(seq, 10), strconv.Itoa(slot)
 	fence := NewFence(c.Name)
 	// One allocation for both lists.
 	nk := len(c.Keys) + 2
 	buf := make([]string, 0, nk+len(c.Args)+3)
 	keys := append(append(buf[:0:nk], c.Keys...), fence, record)
-	args := append(append(buf[nk:nk], sq, strconv.FormatUint(low, 10), recordTTLms), c.Args...)
+	args := append(append(buf[nk:nk], sq, ss, recordTTLms), c.Args...)
 	for {
 		if c.Fresh != nil {
 			args = append(args[:3], c.Fresh()...)
@@ -232,35 +253,36 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		}
 		switch r.Class {
 		case Done:
-			e.ops.end(record, seq)
+			e.ops.end(record, seq, slot, false)
 			if fencedStatus(r.Res) {
 				return RecOutcome{}, false, fmt.Errorf("%w: %q", errFenced, c.Name)
 			}
 			return RecOutcome{Reply: r}, false, nil
 		case Failed:
-			e.ops.end(record, seq)
+			e.ops.end(record, seq, slot, false)
 			return RecOutcome{}, false, r.Err
 		case Closed:
 			if e.Closed() {
-				e.ops.end(record, seq)
+				// It may still run: its slot is not given again.
+				e.ops.end(record, seq, slot, true)
 				return RecOutcome{}, false, r.Err
 			}
 		case NotRun:
 			d := bo.Next()
 			if time.Now().Add(d).After(deadline) {
-				e.ops.end(record, seq)
+				e.ops.end(record, seq, slot, false)
 				return RecOutcome{}, false, r.Err
 			}
 			if err := sleep(ctx, d); err != nil {
-				e.ops.end(record, seq)
+				e.ops.end(record, seq, slot, false)
 				return RecOutcome{}, false, err
 			}
 			continue
 		}
 		// Unknown: settle, for the budget whatever ctx (unless c.Stop).
-		o, err := e.settleRecord(time.Now().Add(e.Budget), sent, fence, record, sq, c.Stop)
+		o, err := e.settleRecord(time.Now().Add(e.Budget), sent, fence, record, sq, ss, c.Stop)
 		if err == nil {
-			e.ops.end(record, seq)
+			e.ops.end(record, seq, slot, false)
 			if !o.Ran {
 				return RecOutcome{}, true, r.Err
 			}
@@ -273,19 +295,20 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		}
 		var perm *permanentError
 		if errors.As(err, &perm) || errors.Is(err, hold.ErrClosed) {
-			e.ops.end(record, seq)
+			// It may still run: its slot is not given again.
+			e.ops.end(record, seq, slot, true)
 			e.X.Log.Warn("rlock: the outcome of a call stays unknown; a permit it took, if it ran, stays taken (a permit with a lease comes back when it ends)",
 				"object", c.Name, "script", c.Script.String(), "seq", sq, "record", record, "err", err)
 			return RecOutcome{}, false, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
 		}
-		e.laterRecord(c, sent, fence, record, sq, seq)
+		e.laterRecord(c, sent, fence, record, sq, seq, slot)
 		return RecOutcome{}, false, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
 	}
 }
 
 // settleRecord runs sync_fence.lua until Redis answers, deadline passes or
 // stop is closed.
-func (e *Engine) settleRecord(deadline, sent time.Time, fence, record, seq string, stop <-chan struct{}) (RecOutcome, error) {
+func (e *Engine) settleRecord(deadline, sent time.Time, fence, record, seq, slot string, stop <-chan struct{}) (RecOutcome, error) {
 	var bo Backoff
 	for {
 		if time.Since(sent) > RecordTTL/2 {
@@ -298,7 +321,7 @@ func (e *Engine) settleRecord(deadline, sent time.Time, fence, record, seq strin
 			return RecOutcome{}, context.Canceled
 		default:
 		}
-		r := e.X.RunPlain(context.Background(), scripts.SyncFence, []string{fence, record}, []string{seq, fenceTTLms})
+		r := e.X.RunPlain(context.Background(), scripts.SyncFence, []string{fence, record}, []string{seq, fenceTTLms, slot})
 		switch r.Class {
 		case Done:
 			if r.Err != nil || r.Res.Error() != nil {
@@ -334,21 +357,23 @@ func (e *Engine) settleRecord(deadline, sent time.Time, fence, record, seq strin
 
 // laterRecord settles c in the background until it is known or the engine
 // closes, then runs c.Undo if the call ran.
-func (e *Engine) laterRecord(c *RecCall, sent time.Time, fence, record, sq string, seq uint64) {
+func (e *Engine) laterRecord(c *RecCall, sent time.Time, fence, record, sq string, seq uint64, slot int) {
+	ss := strconv.Itoa(slot)
 	e.bg.Add(1)
 	go func() {
 		defer e.bg.Done()
-		defer e.ops.end(record, seq)
 		var bo Backoff
 		known := false
 		defer func() {
+			// Unknown, the call may still run: its slot is not given again.
+			e.ops.end(record, seq, slot, !known)
 			if !known && e.Closed() {
 				e.X.Log.Warn("rlock: client closed before the outcome of a call was known; a permit it took, if it ran, stays taken (a permit with a lease comes back when it ends)",
 					"object", c.Name, "script", c.Script.String(), "seq", sq, "record", record)
 			}
 		}()
 		for !e.Closed() {
-			o, err := e.settleRecord(time.Now().Add(e.Budget), sent, fence, record, sq, nil)
+			o, err := e.settleRecord(time.Now().Add(e.Budget), sent, fence, record, sq, ss, nil)
 			if err == nil {
 				known = true
 				switch {
