@@ -197,6 +197,29 @@ func TestSemaphore(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, int64(1), n, "a resolved call's slot is given again")
 	})
+
+	// The record key's TTL is set again only when less than three
+	// quarters of the hour are left: every record lives 45 minutes.
+	t.Run("RecordTTL", func(t *testing.T) {
+		s := c.Semaphore("sem-record-ttl")
+		rec := "goredisson_ops:{sem-record-ttl}:" + c.ID()
+		pttl := func() time.Duration {
+			ms, err := e.do("PTTL", rec).AsInt64()
+			require.NoError(t, err)
+			return time.Duration(ms) * time.Millisecond
+		}
+		require.NoError(t, s.AddPermits(ctx, 1))
+		assert.InDelta(t, time.Hour.Seconds(), pttl().Seconds(), 60, "a new record key lives an hour")
+		require.NoError(t, e.do("PEXPIRE", rec, "3000000").Error()) // 50 minutes left
+		require.NoError(t, s.AddPermits(ctx, 1))
+		assert.InDelta(t, (50 * time.Minute).Seconds(), pttl().Seconds(), 60, "not set again with more than 45 minutes left")
+		require.NoError(t, e.do("PEXPIRE", rec, "2640000").Error()) // 44 minutes left
+		require.NoError(t, s.AddPermits(ctx, 1))
+		assert.InDelta(t, time.Hour.Seconds(), pttl().Seconds(), 60, "set again with less than 45 minutes left")
+		require.NoError(t, e.do("PERSIST", rec).Error())
+		require.NoError(t, s.AddPermits(ctx, 1))
+		assert.InDelta(t, time.Hour.Seconds(), pttl().Seconds(), 60, "a record key without a TTL gets one")
+	})
 }
 
 func avail(t *testing.T, s interface {

@@ -11,11 +11,14 @@
 -- ARGV[1]        this call's sequence number (unique within the client)
 -- ARGV[2]        this call's slot: the client gives each of its calls in
 --                flight on the object a slot no other of them has, and
---                gives it again only once the call's outcome is known, so
---                a record is overwritten only after it is no longer read
--- ARGV[3]        the TTL of the record key, ms (an hour). It is set when
---                less than half of it is left: every record lives at least
---                half of it
+--                gives it again only once the call's outcome is known (or,
+--                when it stays unknown, once the call can no longer reach
+--                Redis), so a record is overwritten only after it is no
+--                longer read
+-- ARGV[3]        the TTL of the record key, ms (an hour). It is set again
+--                when less than three quarters of it are left: every record
+--                lives at least 45 minutes, a quarter of an hour more than
+--                a lost reply's settling may start after its call
 -- The operation's own arguments start at ARGV[4].
 --
 -- A call whose fence key exists (sync_fence.lua settled it as not run) does
@@ -31,7 +34,7 @@ local sync_fence_key, sync_record_key = KEYS[#KEYS - 1], KEYS[#KEYS]
 if redis.call('exists', sync_fence_key) == 1 then
     return redis.status_reply('FENCED')
 end
-local sync_refresh = redis.call('pttl', sync_record_key) < tonumber(ARGV[3]) / 2
+local sync_refresh = redis.call('pttl', sync_record_key) < tonumber(ARGV[3]) * 3 / 4
 acl_may('hset', sync_record_key, ARGV[2], 'x')
 if sync_refresh then
     acl_may('pexpire', sync_record_key, ARGV[3])

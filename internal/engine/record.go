@@ -23,15 +23,17 @@ import (
 // record key of the object, a hash, in the same atomic step. After a lost
 // reply, scripts/sync_fence.lua reads the slot (the call ran) or fences the
 // call (it never will). A slot is given to one call in flight at a time and
-// given again only once that call's outcome is known, so the record key
+// given again only once that call's outcome is known (or, when it stays
+// unknown, once the call can no longer reach Redis), so the record key
 // holds as many fields as the client had calls in flight on the object at
 // once, and no record is overwritten while it may still be read.
 
 // RecordTTL is how long a record key lives after its last record, at
-// least half of it: the scripts set it again when less than half is left.
+// least three quarters of it: the scripts set it again when less is left.
 // It only bounds how long a lost reply can wait for its settling: a
 // settling that starts later than RecordTTL/2 after its call gives up as
-// unknown, rather than read an expired record as "not run".
+// unknown, rather than read an expired record as "not run" (the quarter
+// in between covers the settling's own round trip).
 const RecordTTL = time.Hour
 
 var recordTTLms = strconv.FormatInt(RecordTTL.Milliseconds(), 10)
@@ -40,21 +42,24 @@ var recordTTLms = strconv.FormatInt(RecordTTL.Milliseconds(), 10)
 // a seq is never reused on any object) and gives each call in flight a
 // slot of its record key that no other call in flight there has.
 type ops struct {
-	mu   sync.Mutex
-	next uint64
-	objs map[string]*objOps
-	free []*objOps // emptied entries, for reuse
+	mu      sync.Mutex
+	next    uint64
+	objs    map[string]*objOps
+	free    []*objOps // emptied entries, for reuse
+	retired int       // slots held by calls whose outcome stayed unknown
+	sweep   time.Time // when to look for retired slots that are free again
 }
 
 // objOps is the slots of one record key taken by calls not resolved yet:
-// busy[i] is slot i's call's seq, 0 when the slot is free.
+// busy[i] is slot i's call's seq, 0 when the slot is free, retired when
+// its call's outcome stayed unknown (the slot is free again from
+// late[i]).
 type objOps struct {
 	busy []uint64
-	n    int // slots taken
+	late []time.Time
+	n    int // slots not free
 }
 
-// retired marks a slot whose call's outcome stays unknown: the call may
-// still run and write it, so no later call gets it.
 const retired = ^uint64(0)
 
 func (o *ops) begin(record string) (seq uint64, slot int) {
@@ -62,6 +67,13 @@ func (o *ops) begin(record string) (seq uint64, slot int) {
 	defer o.mu.Unlock()
 	if o.objs == nil {
 		o.objs = make(map[string]*objOps)
+	}
+	var now time.Time
+	if o.retired > 0 {
+		now = time.Now()
+		if now.After(o.sweep) {
+			o.sweepLocked(now)
+		}
 	}
 	o.next++
 	seq = o.next
@@ -77,40 +89,82 @@ func (o *ops) begin(record string) (seq uint64, slot int) {
 	}
 	slot = len(ob.busy)
 	for i, s := range ob.busy {
-		if s == 0 {
+		if s == 0 || s == retired && !now.IsZero() && now.After(ob.late[i]) {
 			slot = i
 			break
 		}
 	}
-	if slot == len(ob.busy) {
+	switch {
+	case slot == len(ob.busy):
 		ob.busy = append(ob.busy, 0)
+		ob.late = append(ob.late, time.Time{})
+		ob.n++
+	case ob.busy[slot] == retired:
+		o.retired-- // still counted in n
+	default:
+		ob.n++
 	}
 	ob.busy[slot] = seq
-	ob.n++
 	return seq, slot
 }
 
-// end frees the slot of seq, whose outcome is known; with retire, whose
-// outcome stays unknown: the slot is then never given again.
-func (o *ops) end(record string, seq uint64, slot int, retire bool) {
+// end gives back the slot of seq: at once when the call's outcome is
+// known (late is zero); when it stays unknown, from late on, the time
+// after which the call can no longer reach Redis (its last send plus
+// FenceTTL, the bound the fences rely on): until then a late run could
+// overwrite the record of the slot's next call.
+func (o *ops) end(record string, seq uint64, slot int, late time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	ob := o.objs[record]
 	if ob == nil || slot >= len(ob.busy) || ob.busy[slot] != seq {
 		return
 	}
-	if retire {
-		ob.busy[slot] = retired // stays taken: the entry is kept
+	if !late.IsZero() && time.Now().Before(late) {
+		ob.busy[slot], ob.late[slot] = retired, late
+		if o.retired == 0 {
+			o.sweep = late
+		}
+		o.retired++
 		return
 	}
 	ob.busy[slot] = 0
 	ob.n--
 	if ob.n == 0 {
-		delete(o.objs, record) // every slot is free again
-		if len(o.free) < 64 {
-			ob.busy = ob.busy[:0]
-			o.free = append(o.free, ob)
+		o.drop(record, ob)
+	}
+}
+
+// sweepLocked frees the retired slots whose calls can no longer run.
+func (o *ops) sweepLocked(now time.Time) {
+	next := now.Add(FenceTTL)
+	for record, ob := range o.objs {
+		for i, s := range ob.busy {
+			if s != retired {
+				continue
+			}
+			if now.After(ob.late[i]) {
+				ob.busy[i] = 0
+				ob.n--
+				o.retired--
+			} else if ob.late[i].Before(next) {
+				next = ob.late[i]
+			}
 		}
+		if ob.n == 0 {
+			o.drop(record, ob)
+		}
+	}
+	o.sweep = next
+}
+
+// drop forgets a record key whose slots are all free: its next call
+// starts again at slot 0.
+func (o *ops) drop(record string, ob *objOps) {
+	delete(o.objs, record)
+	if len(o.free) < 64 && cap(ob.busy) <= 64 {
+		ob.busy, ob.late = ob.busy[:0], ob.late[:0]
+		o.free = append(o.free, ob)
 	}
 }
 
@@ -253,28 +307,29 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		}
 		switch r.Class {
 		case Done:
-			e.ops.end(record, seq, slot, false)
+			e.ops.end(record, seq, slot, time.Time{})
 			if fencedStatus(r.Res) {
 				return RecOutcome{}, false, fmt.Errorf("%w: %q", errFenced, c.Name)
 			}
 			return RecOutcome{Reply: r}, false, nil
 		case Failed:
-			e.ops.end(record, seq, slot, false)
+			e.ops.end(record, seq, slot, time.Time{})
 			return RecOutcome{}, false, r.Err
 		case Closed:
 			if e.Closed() {
-				// It may still run: its slot is not given again.
-				e.ops.end(record, seq, slot, true)
+				// It may still run: its slot is not given again before
+				// it no longer can.
+				e.ops.end(record, seq, slot, sent.Add(FenceTTL))
 				return RecOutcome{}, false, r.Err
 			}
 		case NotRun:
 			d := bo.Next()
 			if time.Now().Add(d).After(deadline) {
-				e.ops.end(record, seq, slot, false)
+				e.ops.end(record, seq, slot, time.Time{})
 				return RecOutcome{}, false, r.Err
 			}
 			if err := sleep(ctx, d); err != nil {
-				e.ops.end(record, seq, slot, false)
+				e.ops.end(record, seq, slot, time.Time{})
 				return RecOutcome{}, false, err
 			}
 			continue
@@ -282,7 +337,7 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		// Unknown: settle, for the budget whatever ctx (unless c.Stop).
 		o, err := e.settleRecord(time.Now().Add(e.Budget), sent, fence, record, sq, ss, c.Stop)
 		if err == nil {
-			e.ops.end(record, seq, slot, false)
+			e.ops.end(record, seq, slot, time.Time{})
 			if !o.Ran {
 				return RecOutcome{}, true, r.Err
 			}
@@ -295,8 +350,9 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		}
 		var perm *permanentError
 		if errors.As(err, &perm) || errors.Is(err, hold.ErrClosed) {
-			// It may still run: its slot is not given again.
-			e.ops.end(record, seq, slot, true)
+			// It may still run: its slot is not given again before it
+			// no longer can.
+			e.ops.end(record, seq, slot, sent.Add(FenceTTL))
 			e.X.Log.Warn("rlock: the outcome of a call stays unknown; a permit it took, if it ran, stays taken (a permit with a lease comes back when it ends)",
 				"object", c.Name, "script", c.Script.String(), "seq", sq, "record", record, "err", err)
 			return RecOutcome{}, false, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
@@ -365,8 +421,13 @@ func (e *Engine) laterRecord(c *RecCall, sent time.Time, fence, record, sq strin
 		var bo Backoff
 		known := false
 		defer func() {
-			// Unknown, the call may still run: its slot is not given again.
-			e.ops.end(record, seq, slot, !known)
+			// Unknown, the call may still run: its slot is not given
+			// again before it no longer can.
+			late := sent.Add(FenceTTL)
+			if known {
+				late = time.Time{}
+			}
+			e.ops.end(record, seq, slot, late)
 			if !known && e.Closed() {
 				e.X.Log.Warn("rlock: client closed before the outcome of a call was known; a permit it took, if it ran, stays taken (a permit with a lease comes back when it ends)",
 					"object", c.Name, "script", c.Script.String(), "seq", sq, "record", record)

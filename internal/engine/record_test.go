@@ -1,11 +1,16 @@
 package engine
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
-// A slot is held by one call in flight at a time: given again only once
-// its call is resolved, never once its call is retired (unknown).
+// A slot is held by one call in flight at a time: given again once its
+// call is resolved, and, when the call's outcome stays unknown, only once
+// the call can no longer reach Redis.
 func TestRecordSlots(t *testing.T) {
 	var o ops
+	known := time.Time{}
 	s1, a := o.begin("r")
 	s2, b := o.begin("r")
 	_, other := o.begin("q")
@@ -15,29 +20,47 @@ func TestRecordSlots(t *testing.T) {
 	if s2 <= s1 {
 		t.Fatalf("seqs %d then %d", s1, s2)
 	}
-	o.end("r", s1, a, false)
+	o.end("r", s1, a, known)
 	s3, c := o.begin("r")
 	if c != 0 {
 		t.Fatalf("slot %d after slot 0 was freed, want 0", c)
 	}
-	o.end("r", s1, a, false) // a stale end: slot 0 is s3's now
-	if _, d := o.begin("r"); d != 2 {
+	o.end("r", s1, a, known) // a stale end: slot 0 is s3's now
+	s4, d := o.begin("r")
+	if d != 2 {
 		t.Fatalf("slot %d: a stale end freed a slot in use", d)
 	}
-	o.end("r", s3, c, true) // unknown: slot 0 retired
-	o.end("r", s2, b, false)
-	if _, e := o.begin("r"); e != 1 {
+	o.end("r", s3, c, time.Now().Add(time.Hour)) // unknown: slot 0 retired
+	o.end("r", s2, b, known)
+	s5, e := o.begin("r")
+	if e != 1 {
 		t.Fatalf("slot %d, want 1 (0 retired, 2 in use)", e)
 	}
-	if len(o.objs) != 2 {
-		t.Fatalf("%d record keys tracked, want 2", len(o.objs))
+	o.end("r", s4, d, known)
+	o.end("r", s5, e, known)
+	if ob := o.objs["r"]; ob == nil || ob.n != 1 || o.retired != 1 {
+		t.Fatal("a key with a retired slot was forgotten")
 	}
-	// A key whose calls are all resolved is forgotten; its next call
-	// starts again at slot 0.
+	// Once the retired call can no longer run, its slot is free again.
+	o.objs["r"].late[0] = time.Now().Add(-time.Second)
+	o.sweep = time.Now().Add(-time.Second)
+	if _, f := o.begin("r"); f != 0 || o.retired != 0 {
+		t.Fatalf("slot %d (retired %d), want 0: the retired slot's call can no longer run", f, o.retired)
+	}
+	// An unknown outcome whose call can no longer run frees at once.
 	sq, sl := o.begin("p")
-	o.end("p", sq, sl, false)
+	o.end("p", sq, sl, time.Now().Add(-time.Second))
 	if _, ok := o.objs["p"]; ok {
 		t.Fatal("a key with no call in flight is still tracked")
+	}
+	// The sweep forgets a key that only held retired slots.
+	sq, sl = o.begin("s")
+	o.end("s", sq, sl, time.Now().Add(time.Hour))
+	o.objs["s"].late[0] = time.Now().Add(-time.Second) // the hour has passed
+	o.sweep = time.Now().Add(-time.Second)
+	o.begin("x")
+	if _, ok := o.objs["s"]; ok || o.retired != 0 {
+		t.Fatal("the sweep kept a key whose retired call can no longer run")
 	}
 	if _, sl = o.begin("p"); sl != 0 {
 		t.Fatalf("slot %d, want 0", sl)
