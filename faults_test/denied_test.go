@@ -208,7 +208,7 @@ func TestDeniedSyncCallWritesNothing(t *testing.T) {
 		}
 	}
 	// noRecord drops the client's record key after setup: the call then
-	// sets its TTL (a fresh one is set again only when half has run).
+	// sets its TTL (a fresh one is set again only once a quarter has run).
 	noRecord := func(setup func(c *rlock.Client, name string) error) func(c *rlock.Client, name string) error {
 		return func(c *rlock.Client, name string) error {
 			if err := setup(c, name); err != nil {
