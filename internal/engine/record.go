@@ -31,9 +31,10 @@ import (
 // RecordTTL is how long a record key lives after its last record, at
 // least three quarters of it: the scripts set it again when less is left.
 // It only bounds how long a lost reply can wait for its settling: a
-// settling that starts later than RecordTTL/2 after its call gives up as
-// unknown, rather than read an expired record as "not run" (the quarter
-// in between covers the settling's own round trip).
+// settling that starts later than RecordTTL/2 after its call (less with a
+// command timeout of minutes: settleWindow) gives up as unknown, rather
+// than read an expired record as "not run" (the quarter in between covers
+// the settling's own way to Redis).
 const RecordTTL = time.Hour
 
 var recordTTLms = strconv.FormatInt(RecordTTL.Milliseconds(), 10)
@@ -109,20 +110,20 @@ func (o *ops) begin(record string) (seq uint64, slot int) {
 }
 
 // end gives back the slot of seq: at once when the call's outcome is
-// known (late is zero); when it stays unknown, from late on, the time
-// after which the call can no longer reach Redis (its last send plus
-// FenceTTL, the bound the fences rely on): until then a late run could
-// overwrite the record of the slot's next call.
-func (o *ops) end(record string, seq uint64, slot int, late time.Time) {
+// known; when it stays unknown, FenceTTL from now, the bound the fences
+// rely on (a fence written now must outlive the lost call): until then a
+// late run could overwrite the record of the slot's next call.
+func (o *ops) end(record string, seq uint64, slot int, unknown bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	ob := o.objs[record]
 	if ob == nil || slot >= len(ob.busy) || ob.busy[slot] != seq {
 		return
 	}
-	if !late.IsZero() && time.Now().Before(late) {
+	if unknown {
+		late := time.Now().Add(FenceTTL)
 		ob.busy[slot], ob.late[slot] = retired, late
-		if o.retired == 0 {
+		if o.retired == 0 || late.Before(o.sweep) {
 			o.sweep = late
 		}
 		o.retired++
@@ -307,29 +308,29 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		}
 		switch r.Class {
 		case Done:
-			e.ops.end(record, seq, slot, time.Time{})
+			e.ops.end(record, seq, slot, false)
 			if fencedStatus(r.Res) {
 				return RecOutcome{}, false, fmt.Errorf("%w: %q", errFenced, c.Name)
 			}
 			return RecOutcome{Reply: r}, false, nil
 		case Failed:
-			e.ops.end(record, seq, slot, time.Time{})
+			e.ops.end(record, seq, slot, false)
 			return RecOutcome{}, false, r.Err
 		case Closed:
 			if e.Closed() {
 				// It may still run: its slot is not given again before
 				// it no longer can.
-				e.ops.end(record, seq, slot, sent.Add(FenceTTL))
+				e.ops.end(record, seq, slot, true)
 				return RecOutcome{}, false, r.Err
 			}
 		case NotRun:
 			d := bo.Next()
 			if time.Now().Add(d).After(deadline) {
-				e.ops.end(record, seq, slot, time.Time{})
+				e.ops.end(record, seq, slot, false)
 				return RecOutcome{}, false, r.Err
 			}
 			if err := sleep(ctx, d); err != nil {
-				e.ops.end(record, seq, slot, time.Time{})
+				e.ops.end(record, seq, slot, false)
 				return RecOutcome{}, false, err
 			}
 			continue
@@ -337,7 +338,7 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		// Unknown: settle, for the budget whatever ctx (unless c.Stop).
 		o, err := e.settleRecord(time.Now().Add(e.Budget), sent, fence, record, sq, ss, c.Stop)
 		if err == nil {
-			e.ops.end(record, seq, slot, time.Time{})
+			e.ops.end(record, seq, slot, false)
 			if !o.Ran {
 				return RecOutcome{}, true, r.Err
 			}
@@ -352,7 +353,7 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		if errors.As(err, &perm) || errors.Is(err, hold.ErrClosed) {
 			// It may still run: its slot is not given again before it
 			// no longer can.
-			e.ops.end(record, seq, slot, sent.Add(FenceTTL))
+			e.ops.end(record, seq, slot, true)
 			e.X.Log.Warn("rlock: the outcome of a call stays unknown; a permit it took, if it ran, stays taken (a permit with a lease comes back when it ends)",
 				"object", c.Name, "script", c.Script.String(), "seq", sq, "record", record, "err", err)
 			return RecOutcome{}, false, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
@@ -362,14 +363,22 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 	}
 }
 
+// settleWindow is how long after its send a lost call may still be
+// settled: RecordTTL/2, less when a long command timeout could bring the
+// settling call to Redis after the record's 45 minutes (a record lives at
+// least three quarters of RecordTTL after its call ran).
+func (e *Engine) settleWindow() time.Duration {
+	return min(RecordTTL/2, RecordTTL*3/4-2*e.X.Timeout-time.Minute)
+}
+
 // settleRecord runs sync_fence.lua until Redis answers, deadline passes or
 // stop is closed.
 func (e *Engine) settleRecord(deadline, sent time.Time, fence, record, seq, slot string, stop <-chan struct{}) (RecOutcome, error) {
 	var bo Backoff
 	for {
-		if time.Since(sent) > RecordTTL/2 {
-			// Its record, if any, may have expired: nil would not prove
-			// that it did not run.
+		if time.Since(sent) > e.settleWindow() {
+			// Its record, if any, may have expired before this call
+			// reaches Redis: nil would not prove that it did not run.
 			return RecOutcome{}, &permanentError{fmt.Errorf("sync_fence: the call was sent %v ago; its record may have expired", time.Since(sent).Round(time.Second))}
 		}
 		select {
@@ -423,11 +432,7 @@ func (e *Engine) laterRecord(c *RecCall, sent time.Time, fence, record, sq strin
 		defer func() {
 			// Unknown, the call may still run: its slot is not given
 			// again before it no longer can.
-			late := sent.Add(FenceTTL)
-			if known {
-				late = time.Time{}
-			}
-			e.ops.end(record, seq, slot, late)
+			e.ops.end(record, seq, slot, !known)
 			if !known && e.Closed() {
 				e.X.Log.Warn("rlock: client closed before the outcome of a call was known; a permit it took, if it ran, stays taken (a permit with a lease comes back when it ends)",
 					"object", c.Name, "script", c.Script.String(), "seq", sq, "record", record)

@@ -10,7 +10,7 @@ import (
 // the call can no longer reach Redis.
 func TestRecordSlots(t *testing.T) {
 	var o ops
-	known := time.Time{}
+	const known, unknown = false, true
 	s1, a := o.begin("r")
 	s2, b := o.begin("r")
 	_, other := o.begin("q")
@@ -30,7 +30,7 @@ func TestRecordSlots(t *testing.T) {
 	if d != 2 {
 		t.Fatalf("slot %d: a stale end freed a slot in use", d)
 	}
-	o.end("r", s3, c, time.Now().Add(time.Hour)) // unknown: slot 0 retired
+	o.end("r", s3, c, unknown) // slot 0 retired
 	o.end("r", s2, b, known)
 	s5, e := o.begin("r")
 	if e != 1 {
@@ -47,16 +47,16 @@ func TestRecordSlots(t *testing.T) {
 	if _, f := o.begin("r"); f != 0 || o.retired != 0 {
 		t.Fatalf("slot %d (retired %d), want 0: the retired slot's call can no longer run", f, o.retired)
 	}
-	// An unknown outcome whose call can no longer run frees at once.
+	// A key whose calls are all resolved is forgotten.
 	sq, sl := o.begin("p")
-	o.end("p", sq, sl, time.Now().Add(-time.Second))
+	o.end("p", sq, sl, known)
 	if _, ok := o.objs["p"]; ok {
 		t.Fatal("a key with no call in flight is still tracked")
 	}
 	// The sweep forgets a key that only held retired slots.
 	sq, sl = o.begin("s")
-	o.end("s", sq, sl, time.Now().Add(time.Hour))
-	o.objs["s"].late[0] = time.Now().Add(-time.Second) // the hour has passed
+	o.end("s", sq, sl, unknown)
+	o.objs["s"].late[0] = time.Now().Add(-time.Second) // FenceTTL has passed
 	o.sweep = time.Now().Add(-time.Second)
 	o.begin("x")
 	if _, ok := o.objs["s"]; ok || o.retired != 0 {
@@ -64,5 +64,20 @@ func TestRecordSlots(t *testing.T) {
 	}
 	if _, sl = o.begin("p"); sl != 0 {
 		t.Fatalf("slot %d, want 0", sl)
+	}
+}
+
+// A lost call is settled only while the settling call reaches Redis
+// before the record's 45 minutes end, however long the command timeout.
+func TestSettleWindow(t *testing.T) {
+	for _, c := range []struct{ timeout, want time.Duration }{
+		{3 * time.Second, 30 * time.Minute},
+		{5 * time.Minute, 30 * time.Minute},
+		{10 * time.Minute, 24 * time.Minute},
+	} {
+		e := &Engine{X: &Executor{Timeout: c.timeout}}
+		if got := e.settleWindow(); got != c.want {
+			t.Errorf("command timeout %v: window %v, want %v", c.timeout, got, c.want)
+		}
 	}
 }
