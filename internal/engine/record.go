@@ -51,14 +51,17 @@ type ops struct {
 	sweep   time.Time // when to look for retired slots that are free again
 }
 
-// objOps is the slots of one record key taken by calls not resolved yet:
-// busy[i] is slot i's call's seq, 0 when the slot is free, retired when
-// its call's outcome stayed unknown (the slot is free again from
-// late[i]).
+// objOps is the slots of one record key: slots[i].seq is the call that
+// holds slot i, 0 when it is free, retired when its call's outcome stayed
+// unknown (free again from slots[i].until).
 type objOps struct {
-	busy []uint64
-	late []time.Time
-	n    int // slots not free
+	slots []slotUse
+	n     int // slots not free
+}
+
+type slotUse struct {
+	seq   uint64
+	until time.Time
 }
 
 const retired = ^uint64(0)
@@ -69,10 +72,10 @@ func (o *ops) begin(record string) (seq uint64, slot int) {
 	if o.objs == nil {
 		o.objs = make(map[string]*objOps)
 	}
-	var now time.Time
+	// o.sweep is never later than the first retired slot's end, so every
+	// slot whose call can no longer run is free before the scan below.
 	if o.retired > 0 {
-		now = time.Now()
-		if now.After(o.sweep) {
+		if now := time.Now(); now.After(o.sweep) {
 			o.sweepLocked(now)
 		}
 	}
@@ -88,24 +91,18 @@ func (o *ops) begin(record string) (seq uint64, slot int) {
 		}
 		o.objs[record] = ob
 	}
-	slot = len(ob.busy)
-	for i, s := range ob.busy {
-		if s == 0 || s == retired && !now.IsZero() && now.After(ob.late[i]) {
+	slot = len(ob.slots)
+	for i, u := range ob.slots {
+		if u.seq == 0 {
 			slot = i
 			break
 		}
 	}
-	switch {
-	case slot == len(ob.busy):
-		ob.busy = append(ob.busy, 0)
-		ob.late = append(ob.late, time.Time{})
-		ob.n++
-	case ob.busy[slot] == retired:
-		o.retired-- // still counted in n
-	default:
-		ob.n++
+	if slot == len(ob.slots) {
+		ob.slots = append(ob.slots, slotUse{})
 	}
-	ob.busy[slot] = seq
+	ob.slots[slot].seq = seq
+	ob.n++
 	return seq, slot
 }
 
@@ -117,39 +114,39 @@ func (o *ops) end(record string, seq uint64, slot int, unknown bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	ob := o.objs[record]
-	if ob == nil || slot >= len(ob.busy) || ob.busy[slot] != seq {
+	if ob == nil || slot >= len(ob.slots) || ob.slots[slot].seq != seq {
 		return
 	}
 	if unknown {
-		late := time.Now().Add(FenceTTL)
-		ob.busy[slot], ob.late[slot] = retired, late
-		if o.retired == 0 || late.Before(o.sweep) {
-			o.sweep = late
+		until := time.Now().Add(FenceTTL)
+		ob.slots[slot] = slotUse{retired, until}
+		if o.retired == 0 || until.Before(o.sweep) {
+			o.sweep = until
 		}
 		o.retired++
 		return
 	}
-	ob.busy[slot] = 0
+	ob.slots[slot].seq = 0
 	ob.n--
 	if ob.n == 0 {
 		o.drop(record, ob)
 	}
 }
 
-// sweepLocked frees the retired slots whose calls can no longer run.
+// sweepLocked frees the retired slots whose calls can no longer run, and
+// sets when to look again.
 func (o *ops) sweepLocked(now time.Time) {
 	next := now.Add(FenceTTL)
 	for record, ob := range o.objs {
-		for i, s := range ob.busy {
-			if s != retired {
-				continue
-			}
-			if now.After(ob.late[i]) {
-				ob.busy[i] = 0
+		for i, u := range ob.slots {
+			switch {
+			case u.seq != retired:
+			case now.After(u.until):
+				ob.slots[i].seq = 0
 				ob.n--
 				o.retired--
-			} else if ob.late[i].Before(next) {
-				next = ob.late[i]
+			case u.until.Before(next):
+				next = u.until
 			}
 		}
 		if ob.n == 0 {
@@ -163,8 +160,8 @@ func (o *ops) sweepLocked(now time.Time) {
 // starts again at slot 0.
 func (o *ops) drop(record string, ob *objOps) {
 	delete(o.objs, record)
-	if len(o.free) < 64 && cap(ob.busy) <= 64 {
-		ob.busy, ob.late = ob.busy[:0], ob.late[:0]
+	if len(o.free) < 64 && cap(ob.slots) <= 64 {
+		ob.slots = ob.slots[:0]
 		o.free = append(o.free, ob)
 	}
 }

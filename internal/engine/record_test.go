@@ -42,7 +42,7 @@ func TestRecordSlots(t *testing.T) {
 		t.Fatal("a key with a retired slot was forgotten")
 	}
 	// Once the retired call can no longer run, its slot is free again.
-	o.objs["r"].late[0] = time.Now().Add(-time.Second)
+	o.objs["r"].slots[0].until = time.Now().Add(-time.Second)
 	o.sweep = time.Now().Add(-time.Second)
 	if _, f := o.begin("r"); f != 0 || o.retired != 0 {
 		t.Fatalf("slot %d (retired %d), want 0: the retired slot's call can no longer run", f, o.retired)
@@ -56,7 +56,7 @@ func TestRecordSlots(t *testing.T) {
 	// The sweep forgets a key that only held retired slots.
 	sq, sl = o.begin("s")
 	o.end("s", sq, sl, unknown)
-	o.objs["s"].late[0] = time.Now().Add(-time.Second) // FenceTTL has passed
+	o.objs["s"].slots[0].until = time.Now().Add(-time.Second) // FenceTTL has passed
 	o.sweep = time.Now().Add(-time.Second)
 	o.begin("x")
 	if _, ok := o.objs["s"]; ok || o.retired != 0 {
