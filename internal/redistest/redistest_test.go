@@ -282,8 +282,7 @@ func TestCluster(t *testing.T) {
 		key := "key-1"
 		m, err := c.MasterForKey(ctx, key)
 		require.NoError(t, err)
-		_, err = m.Do(ctx, "WAIT", "1", "2000")
-		require.NoError(t, err)
+		require.NoError(t, m.WaitReplicated(ctx))
 		start := time.Now()
 		require.NoError(t, c.KillNode(m.Addr))
 		require.NoError(t, c.WaitHealthy(ctx))
@@ -344,8 +343,9 @@ func TestSentinel(t *testing.T) {
 	t.Run("KillMaster", func(t *testing.T) {
 		m, err := g.Master(ctx)
 		require.NoError(t, err)
-		_, err = m.Do(ctx, "WAIT", "1", "2000")
-		require.NoError(t, err)
+		// Every write must be on the replicas before the kill, or the
+		// promoted node answers the old value for good.
+		require.NoError(t, m.WaitReplicated(ctx))
 		start := time.Now()
 		require.NoError(t, m.Kill())
 		newMaster, err := g.WaitForNewMaster(ctx, m.Addr)

@@ -556,6 +556,66 @@ func (s *Server) Do(ctx context.Context, args ...string) (rueidis.RedisMessage, 
 	return msg, err
 }
 
+// WaitReplicated waits until every replica connected to this master has
+// acknowledged the master's whole replication stream as it stood at the
+// call (INFO replication: each slaveN offset reaches master_repl_offset),
+// so that killing the master then loses no write made before the call,
+// whichever connection made it. (WAIT from this server's own client would
+// not do: it waits only for that connection's own writes.)
+func (s *Server) WaitReplicated(ctx context.Context) error {
+	ctx, cancel := defaultTimeout(ctx, 10*time.Second)
+	defer cancel()
+	info, err := s.DoString(ctx, "INFO", "replication")
+	if err != nil {
+		return err
+	}
+	target, ok := infoInt(info, "master_repl_offset")
+	if !ok {
+		return s.errorf("INFO replication has no master_repl_offset")
+	}
+	return poll(ctx, s.String()+": replicas not caught up", func() error {
+		info, err := s.DoString(ctx, "INFO", "replication")
+		if err != nil {
+			return err
+		}
+		n, _ := infoInt(info, "connected_slaves")
+		if n == 0 {
+			return errors.New("no replica connected")
+		}
+		for i := range n {
+			line, _ := infoField(info, fmt.Sprintf("slave%d", i))
+			off := int64(-1)
+			for _, kv := range strings.Split(line, ",") {
+				if v, ok := strings.CutPrefix(kv, "offset="); ok {
+					off, _ = strconv.ParseInt(v, 10, 64)
+				}
+			}
+			if off < target {
+				return fmt.Errorf("replica %d at offset %d of %d (%s)", i, off, target, line)
+			}
+		}
+		return nil
+	})
+}
+
+func infoField(info, name string) (string, bool) {
+	for _, l := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), name+":"); ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func infoInt(info, name string) (int64, bool) {
+	v, ok := infoField(info, name)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
+}
+
 // DoString is Do for commands with a string reply, such as INFO or GET.
 func (s *Server) DoString(ctx context.Context, args ...string) (string, error) {
 	msg, err := s.Do(ctx, args...)
