@@ -167,7 +167,7 @@ func (s *javaSide) java() bool     { return true }
 func (s *javaSide) actor(n int) actor {
 	return &javaActor{j: s.j, thread: "T" + strconv.Itoa(n)}
 }
-func (s *javaSide) waiters(t *testing.T, ch string) int64 { return numsub(t, s.f.raw, ch, false) }
+func (s *javaSide) waiters(t *testing.T, ch string) int64 { return numsub(t, s.f.raw, ch, s.f.sharded) }
 
 type javaActor struct {
 	j      *driver.JVM

@@ -64,6 +64,31 @@ func TestRedissonCluster(t *testing.T) {
 			if i == 0 && javaSharded {
 				t.Run("ModeMismatch", cc.modeMismatch)
 			}
+			{
+				// The family and the synchronizers on the cluster, each as
+				// Go/Java, Java/Go and Java/Java: their hash-tagged keys
+				// in one slot, and the wake-ups over sharded pub/sub.
+				f := newClusterFixture(t, v, cl, raw)
+				t.Run("Family", func(t *testing.T) {
+					t.Run("WriterExcludes", f.testWriterExcludes)
+					t.Run("LastReadUnlockWakesWriter", f.testLastReadUnlockWakesWriter)
+					t.Run("WriteUnlockWakesReaders", f.testWriteUnlockWakesReaders)
+					t.Run("ReadWriteForceUnlock", f.testReadWriteForceUnlock)
+					t.Run("FencedTokens", f.testFencedTokens)
+					if atLeast(v, "4.4.0") {
+						t.Run("NonReentrant", f.testNonReentrant)
+					}
+					t.Run("FairFIFO", f.testFairFIFO)
+					t.Run("FairWaiterTimeout", f.testFairWaiterTimeout)
+				})
+				t.Run("Sync", func(t *testing.T) {
+					t.Run("SemWake", f.testSemWake)
+					t.Run("SemHolders", f.testSemHolders)
+					t.Run("PsemCrossRelease", f.testPsemCrossRelease)
+					t.Run("PsemExpiry", f.testPsemExpiry)
+					t.Run("LatchRelease", f.testLatchRelease)
+				})
+			}
 		})
 	}
 	logSummary(t, suiteCluster)

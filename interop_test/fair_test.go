@@ -64,10 +64,10 @@ func (f *fixture) testFairFIFO(t *testing.T) {
 		q, _ := f.fairQueue(t, name)
 		for _, fld := range q {
 			ch := rlock.ChannelName(name) + ":" + fld
-			require.Eventually(t, func() bool { return numsub(t, f.raw, ch, false) == 1 }, 30*time.Second, time.Millisecond,
+			require.Eventually(t, func() bool { return numsub(t, f.raw, ch, f.sharded) == 1 }, 30*time.Second, time.Millisecond,
 				"no waiter subscribed to its own channel %s", ch)
 		}
-		assert.Zero(t, numsub(t, f.raw, rlock.ChannelName(name), false), "fair waiters never use the shared channel")
+		assert.Zero(t, numsub(t, f.raw, rlock.ChannelName(name), f.sharded), "fair waiters never use the shared channel")
 		_, reserved := f.fairQueue(t, name)
 		const wait = float64(rlock.DefaultFairLockWaitTimeout / time.Millisecond)
 		released := time.Now()

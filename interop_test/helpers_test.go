@@ -32,6 +32,10 @@ const (
 	// promptly bounds a wake-up by an unlock message: far below the 30s
 	// lease that bounds a wait without the message.
 	promptly = 10 * time.Second
+	// wokenBy bounds a synchronizer's wake-up by a message (measured at
+	// 3-12 ms): half of the 1 s after which a Go waiter looks again
+	// without one (engine.SyncRecheck), so that a lost wake-up fails.
+	wokenBy = 500 * time.Millisecond
 	// scenarioTimeout bounds each scenario.
 	scenarioTimeout = 90 * time.Second
 )
@@ -94,9 +98,17 @@ func parseVersion(v string) [3]int {
 // ends. Each scenario uses its own lock names (lockName).
 type fixture struct {
 	version string
-	srv     *redistest.Server
-	raw     rueidis.Client // raw commands; never used by a lock client
-	owner   *testing.T     // the version's test: owns the shared JVMs
+	srv     *redistest.Server // the standalone server (nil on a cluster)
+	raw     rueidis.Client    // raw commands; never used by a lock client
+	owner   *testing.T        // the version's test: owns the shared JVMs
+
+	// The topology the scenarios run on: the addresses given to Redisson,
+	// whether it is a cluster (Redisson in cluster mode, sharded pub/sub
+	// from 3.22 on), and how a Go service gets its own rueidis client.
+	addrs   []string
+	cluster bool
+	sharded bool
+	client  func() (rueidis.Client, error)
 
 	mu   sync.Mutex
 	jvms map[string]*driver.JVM
@@ -108,7 +120,18 @@ func newFixture(t *testing.T, version string) *fixture {
 	raw, err := srv.Client()
 	require.NoError(t, err)
 	t.Cleanup(raw.Close)
-	return &fixture{version: version, srv: srv, raw: raw, owner: t, jvms: map[string]*driver.JVM{}}
+	return &fixture{version: version, srv: srv, raw: raw, owner: t, jvms: map[string]*driver.JVM{},
+		addrs: []string{srv.Addr}, client: func() (rueidis.Client, error) { return srv.Client() }}
+}
+
+// newClusterFixture is newFixture on the cluster cl: Redisson in cluster
+// mode and the Go clients in their default pub/sub mode, both sharded on
+// Redis 7 (Redisson 3.22+).
+func newClusterFixture(t *testing.T, version string, cl *redistest.RedisCluster, raw rueidis.Client) *fixture {
+	t.Helper()
+	return &fixture{version: version, raw: raw, owner: t, jvms: map[string]*driver.JVM{},
+		addrs: cl.Addrs(), cluster: true, sharded: atLeast(version, "3.22.0"),
+		client: func() (rueidis.Client, error) { return cl.Client() }}
 }
 
 // jvm returns the shared JVM called key (started on first use, with the
@@ -120,7 +143,7 @@ func (f *fixture) jvm(t *testing.T, key string, watchdog time.Duration) *driver.
 	if j := f.jvms[key]; j != nil {
 		return j
 	}
-	j := startJVM(t, driver.Config{Version: f.version, RedisAddrs: []string{f.srv.Addr}, WatchdogTimeout: watchdog})
+	j := startJVM(t, driver.Config{Version: f.version, RedisAddrs: f.addrs, Cluster: f.cluster, WatchdogTimeout: watchdog})
 	f.jvms[key] = j
 	owner := f.owner
 	owner.Cleanup(func() {
@@ -163,7 +186,7 @@ func startJVM(t *testing.T, cfg driver.Config) *driver.JVM {
 // dedicatedJVM starts a JVM used by t alone (for instance one to kill).
 func (f *fixture) dedicatedJVM(t *testing.T, watchdog time.Duration) *driver.JVM {
 	t.Helper()
-	j := startJVM(t, driver.Config{Version: f.version, RedisAddrs: []string{f.srv.Addr}, WatchdogTimeout: watchdog})
+	j := startJVM(t, driver.Config{Version: f.version, RedisAddrs: f.addrs, Cluster: f.cluster, WatchdogTimeout: watchdog})
 	t.Cleanup(func() {
 		require.NoError(t, j.Close())
 		if t.Failed() {
@@ -177,7 +200,7 @@ func (f *fixture) dedicatedJVM(t *testing.T, watchdog time.Duration) *driver.JVM
 // rueidis client, closed when t ends.
 func (f *fixture) goClient(t *testing.T, opts ...rlock.Option) *rlock.Client {
 	t.Helper()
-	rc, err := f.srv.Client()
+	rc, err := f.client()
 	require.NoError(t, err)
 	return newGoClient(t, rc, opts...)
 }
@@ -196,12 +219,13 @@ func newGoClient(t *testing.T, rc rueidis.Client, opts ...rlock.Option) *rlock.C
 	return c
 }
 
-// watch observes the classic channel ch on the fixture's server.
+// watch observes the channel ch (sharded when the fixture's Redisson uses
+// sharded pub/sub).
 func (f *fixture) watch(t *testing.T, ch string) *watcher {
 	t.Helper()
-	rc, err := f.srv.Client()
+	rc, err := f.client()
 	require.NoError(t, err)
-	return watchChannel(t, rc, ch, false)
+	return watchChannel(t, rc, ch, f.sharded)
 }
 
 // lockName returns a lock name unique to t (scenario and version) and tag.
@@ -225,8 +249,16 @@ func doRaw(t *testing.T, rc rueidis.Client, args ...string) rueidis.RedisResult 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return rc.Do(ctx, rc.B().Arbitrary(args...).Build())
+	cmd := rc.B().Arbitrary(args...).Build()
+	if len(args) > 1 && !keyless[strings.ToUpper(args[0])] {
+		// The second word is the key: a cluster client routes by it.
+		cmd = rc.B().Arbitrary(args[0]).Keys(args[1]).Args(args[2:]...).Build()
+	}
+	return rc.Do(ctx, cmd)
 }
+
+// keyless are the commands doRaw sends without a key.
+var keyless = map[string]bool{"PUBSUB": true, "INFO": true, "CLUSTER": true, "CONFIG": true, "DBSIZE": true, "PING": true}
 
 func hgetall(t *testing.T, rc rueidis.Client, key string) map[string]string {
 	t.Helper()

@@ -137,7 +137,9 @@ func (f *fixture) testSemWake(t *testing.T) {
 		w.wait(t, promptly)
 		require.NoError(t, w.err)
 		measure(t, suiteSync, f.version, "semaphore release ("+a.String()+") -> acquire(2) ("+b.String()+")", w.at.Sub(start))
-		assert.Less(t, w.at.Sub(start), 2*time.Second)
+		// Woken by the message: a Go waiter's re-check without one comes
+		// about a second after it parked, which was just before the release.
+		assert.Less(t, w.at.Sub(start), wokenBy, "not woken by the release's message")
 		assert.Equal(t, 0, want(t).I(a.semAvail(ctx, name)))
 	})
 }
@@ -220,7 +222,7 @@ func (f *fixture) testPsemExpiry(t *testing.T) {
 		took := w.at.Sub(taken)
 		measure(t, suiteSync, f.version, "permit lease 1s ("+a.String()+") -> waiter ("+b.String()+")", took)
 		assert.Greater(t, took, 800*time.Millisecond, "the waiter got the permit before its lease ended")
-		assert.Less(t, took, 2*time.Second, "the waiter was not woken at the lease's end")
+		assert.Less(t, took, 1500*time.Millisecond, "the waiter was not woken at the lease's end")
 		assert.False(t, want(t).B(a.psemTryRelease(ctx, name, c.val)), "an expired id")
 		require.NoError(t, b.psemRelease(ctx, name, w.val))
 	})
@@ -253,9 +255,11 @@ func (f *fixture) testLatchRelease(t *testing.T) {
 	f.syncPairs(t, func(t *testing.T, a, b syncer, name string) {
 		ctx := scenarioCtx(t)
 		ch := rlock.LatchChannelName(name)
+		asked := time.Now()
 		w := b.latchAwaitAsync(ctx, 9, name+":missing")
 		w.wait(t, promptly)
 		require.NoError(t, w.err, "await on a missing latch")
+		assert.Less(t, w.at.Sub(asked), wokenBy, "await on a missing latch must return at once, not wait for a message")
 
 		require.True(t, want(t).B(a.latchTrySet(ctx, name, 2)))
 		require.False(t, want(t).B(b.latchTrySet(ctx, name, 5)))
@@ -279,7 +283,7 @@ func (f *fixture) testLatchRelease(t *testing.T) {
 		for _, c := range ws {
 			c.wait(t, promptly)
 			require.NoError(t, c.err)
-			assert.Less(t, c.at.Sub(start), 2*time.Second)
+			assert.Less(t, c.at.Sub(start), wokenBy, "not woken by the last countDown's message")
 		}
 		last := ws[0].at
 		for _, c := range ws {
@@ -534,4 +538,4 @@ func (s *javaSyncer) waitParked(t *testing.T, th int, _ string, _ int64) {
 		return err == nil && p
 	}, 30*time.Second, time.Millisecond, "Java thread %s never parked", sthread(th))
 }
-func (s *javaSyncer) waiters(t *testing.T, ch string) int64 { return numsub(t, s.f.raw, ch, false) }
+func (s *javaSyncer) waiters(t *testing.T, ch string) int64 { return numsub(t, s.f.raw, ch, s.f.sharded) }

@@ -193,7 +193,9 @@ func (s *PermitExpirableSemaphore) ReleaseN(ctx context.Context, ids []string) e
 }
 
 // UpdateLeaseTime gives the held permit id a new lease from now (lease <=
-// 0: it never expires) and reports whether id was held.
+// 0: it never expires) and reports whether id was held. With replica sync,
+// an update no replica acknowledged reports ErrNoSyncedReplicas (the new
+// lease is on the master), as a release does.
 func (s *PermitExpirableSemaphore) UpdateLeaseTime(ctx context.Context, id string, lease time.Duration) (bool, error) {
 	raw, err := s.rawID(id)
 	if err != nil {
@@ -395,6 +397,11 @@ func (s *PermitExpirableSemaphore) query(ctx context.Context, op, id, date strin
 			v, err := r.Int()
 			if err != nil {
 				return 0, fmt.Errorf("rlock: %q: %s: unexpected reply: %w", s.name, op, err)
+			}
+			if op == "update" && r.Unsynced() {
+				// The new expiry is on the master: wait for the replicas
+				// as after any other write, and say so if none has it.
+				return v, e.SyncResync(ctx, s.name, r)
 			}
 			return v, nil
 		case engine.Failed, engine.Closed:

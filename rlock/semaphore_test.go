@@ -130,6 +130,28 @@ func TestSemaphore(t *testing.T) {
 		assert.Equal(t, 0, avail(t, s))
 	})
 
+	t.Run("LostMessageCostsLatencyNotAHang", func(t *testing.T) {
+		// Permits that come back with no message (a message lost in a
+		// reconnect or a failover, here an INCRBY of another tool): the
+		// waiter looks again within engine.SyncRecheck (1 s) of parking.
+		s := c.Semaphore("sem-lost")
+		done := make(chan error, 1)
+		go func() { done <- s.Acquire(ctx, 1) }()
+		require.Eventually(t, func() bool { return c.Stats().Parked == 1 }, 5*time.Second, time.Millisecond)
+		parked := time.Now()
+		require.NoError(t, e.do("INCRBY", "sem-lost", "1").Error())
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			got := time.Since(parked)
+			assert.Less(t, got, 1500*time.Millisecond, "the re-check bounds a wait without a message")
+			assert.Greater(t, got, 500*time.Millisecond, "no message was sent: the waiter cannot have been woken before its re-check")
+		case <-time.After(5 * time.Second):
+			t.Fatal("a waiter whose message was lost hangs")
+		}
+		assert.Equal(t, 0, avail(t, s))
+	})
+
 	t.Run("TryAcquireTimesOut", func(t *testing.T) {
 		s := c.Semaphore("sem-timeout")
 		start := time.Now()
