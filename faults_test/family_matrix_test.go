@@ -32,8 +32,8 @@ type famKind struct {
 	force           *scripts.Script // nil: scripts.ForceUnlock
 	field           func(c *rlock.Client, owner int64) string
 	shared          bool // a second owner of the same kind may hold too (read)
-	onlyAcquire     bool // the kind adds nothing to the plain lock's unlock, force and renewal
-	spins           bool
+	onlyAcquire     bool // the kind adds nothing to the plain lock's unlock, force and renewal (but see spins)
+	spins           bool // and its unlock and force unlock publish nothing: faulted too
 	checkTokenExact bool
 	fair            bool // a fair lock: its queue must end empty
 }
@@ -92,8 +92,10 @@ var famKinds = []famKind{
 // TestFaultMatrix injects each fault (request dropped, reply lost, request
 // late, connection killed mid-call, and the refusals) into each kind of
 // script call of
-// every lock kind (plain, read, write; fenced, non-reentrant and spin
-// acquires) and checks the invariants: the count in Redis is what the
+// every lock kind (plain, read, write, fair: every script; fenced: first,
+// waiting and re-entrant grants; non-reentrant: acquires and the refused
+// re-acquire; spin: acquires, unlock and force unlock, which publish
+// nothing) and checks the invariants: the count in Redis is what the
 // caller was told, no second owner gets in while the first holds, no hold
 // is orphaned, no renewal follows an unlock, and nothing is left behind;
 // for the fenced lock, the token a Lock returns is the one its grant
@@ -256,9 +258,58 @@ func TestFaultMatrix(t *testing.T) {
 				})
 			}
 
-			if k.onlyAcquire {
+			if k.checkTokenExact {
+				// A re-entry is a grant too: it issues the next token,
+				// and a lost reply must not lose or repeat it.
+				t.Run(k.name+"/re-entrant grant/"+ruleName(rule), func(t *testing.T) {
+					e := newMatrixEnv(t, srv)
+					name := fmt.Sprintf("fm-%s-reenter-%s", k.name, ruleName(rule))
+					l := e.c.FencedLock(name)
+					tok, err := l.LockAndGetToken(me)
+					require.NoError(t, err)
+					require.Equal(t, int64(1), tok)
+					r := rule
+					r.Match = isScript(k.acquire)
+					e.faulty.Inject(r)
+					tok, err = l.LockAndGetToken(me)
+					require.NoError(t, err, "the fault must be absorbed")
+					assert.Zero(t, e.faulty.Pending(), "the fault hit the re-entry")
+					e.faulty.WaitLate()
+					assert.Equal(t, int64(2), tok, "the token of the re-entry's grant")
+					assert.Equal(t, int64(2), doInt(t, e.srv, "GET", rlock.TokenName(name)), "two grants, two INCRs")
+					assert.Equal(t, int64(2), count(e, name))
+					require.NoError(t, l.Unlock(me))
+					require.NoError(t, l.Unlock(me))
+					settled(t, e, name)
+				})
+			}
+			if k.name == "nonreentrant" {
+				// A second acquire by the holder is refused (HELD) and
+				// changes nothing, whatever became of its round trip.
+				t.Run(k.name+"/refused re-acquire/"+ruleName(rule), func(t *testing.T) {
+					e := newMatrixEnv(t, srv)
+					name := fmt.Sprintf("fm-%s-held-%s", k.name, ruleName(rule))
+					l := k.lock(e.c, name)
+					require.NoError(t, l.Lock(me))
+					r := rule
+					r.Match = isScript(k.acquire)
+					e.faulty.Inject(r)
+					ok, err := l.TryLock(me, 0, 0)
+					assert.ErrorIs(t, err, rlock.ErrAlreadyHeld, "the fault must be absorbed")
+					assert.False(t, ok)
+					assert.Zero(t, e.faulty.Pending(), "the fault hit the re-acquire")
+					e.faulty.WaitLate()
+					assert.Equal(t, int64(1), count(e, name), "the refused acquire changed nothing")
+					require.NoError(t, l.Unlock(me))
+					assert.ErrorIs(t, l.Unlock(me), rlock.ErrNotHeld)
+					settled(t, e, name)
+				})
+			}
+			if k.onlyAcquire && !k.spins {
 				continue
 			}
+			// The spin lock's unlock and force unlock publish nothing:
+			// their own paths of unlock.lua and force_unlock.lua.
 			for _, full := range []bool{false, true} {
 				what := "partial unlock"
 				if full {
@@ -327,6 +378,9 @@ func TestFaultMatrix(t *testing.T) {
 				settled(t, e, name)
 			})
 
+			if k.spins {
+				continue // its renewal and member lease are the plain lock's
+			}
 			if !k.shared { // a read lock member is taken with the lease itself
 				t.Run(k.name+"/member lease/"+ruleName(rule), func(t *testing.T) {
 					// A MultiLock with a wait and a lease takes its members
