@@ -600,3 +600,37 @@ func TestRedLockLateGrantGivenBack(t *testing.T) {
 	require.NoError(t, rl.Unlock(ctx))
 	assert.Equal(t, []int64{0, 0, 0}, []int64{count(0), count(1), count(2)}, "levels left after the owner's last Unlock")
 }
+
+// TestGroupUnlockSemantics: a MultiLock unlocks its members in order and
+// stops at the first that is not held (Redisson 4.x), so the members after
+// it stay held; a RedLock unlocks every member whatever the others do
+// (Redisson ignores the errors), and reports ErrNotHeld only when it held
+// none of them (a deliberate difference: Redisson reports nothing).
+func TestGroupUnlockSemantics(t *testing.T) {
+	m := newMasters(t, 3, 1)
+	ctx := context.Background()
+
+	name := "unlock-multi"
+	ml := rlock.NewMultiLock(m.locks(0, name)...)
+	require.NoError(t, ml.Lock(ctx))
+	// The middle member's hold is gone (force-unlocked by an operator).
+	existed, err := m.services[0][1].Lock(name).ForceUnlock(ctx)
+	require.NoError(t, err)
+	require.True(t, existed)
+	assert.ErrorIs(t, ml.Unlock(ctx), rlock.ErrNotHeld, "the second member's error")
+	assert.Equal(t, rlock.TTLNotLocked, m.pttl(t, 0, name), "the first member, before the error, is unlocked")
+	assert.Greater(t, m.pttl(t, 2, name), time.Duration(0), "the third member, after the error, stays held")
+	require.NoError(t, m.services[0][2].Lock(name).Unlock(ctx))
+
+	name = "unlock-red"
+	rl := rlock.NewRedLock(m.locks(0, name)...)
+	require.NoError(t, rl.Lock(ctx))
+	existed, err = m.services[0][0].Lock(name).ForceUnlock(ctx)
+	require.NoError(t, err)
+	require.True(t, existed)
+	require.NoError(t, rl.Unlock(ctx), "a member not held does not stop a RedLock's unlock")
+	for i := range 3 {
+		assert.Equal(t, rlock.TTLNotLocked, m.pttl(t, i, name), "member %d", i)
+	}
+	assert.ErrorIs(t, rl.Unlock(ctx), rlock.ErrNotHeld, "none held")
+}
