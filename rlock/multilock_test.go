@@ -2,6 +2,7 @@ package rlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -123,7 +124,15 @@ func TestMultiLock(t *testing.T) {
 		}
 		got <- err
 	}()
-	time.Sleep(300 * time.Millisecond) // the waiter is kept out meanwhile
+	// The waiter has tried and parked (on a member of the other service's
+	// clients): it was kept out.
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, c := range m.services[1] {
+			n += c.Stats().Parked
+		}
+		return n == 1
+	}, 5*time.Second, time.Millisecond, "the waiter never parked")
 	select {
 	case err := <-got:
 		t.Fatalf("the waiter got in while the MultiLock was held: %v", err)
@@ -235,19 +244,28 @@ func TestRedLock(t *testing.T) {
 	require.NoError(t, rl.Unlock(ctx), "a RedLock unlocks what is left")
 
 	// Validity: a single attempt with a lease that took longer than the
-	// lease (a master busy for 400 ms) is not obtained, though a quorum
+	// lease (a master busy for 800 ms) is not obtained, though a quorum
 	// answered.
+	_, err = m.srv[2].Do(ctx, "PING")
+	require.NoError(t, err)
 	busy := make(chan error, 1)
 	go func() {
-		// A script that keeps the master busy for 400 ms.
+		// A script that keeps the master busy for 800 ms.
 		busy <- m.raw[2].Do(ctx, m.raw[2].B().Eval().Script(`local t = redis.call('TIME')
 local start = t[1] * 1000000 + t[2]
 while true do
   local n = redis.call('TIME')
-  if n[1] * 1000000 + n[2] - start > 400000 then return 1 end
+  if n[1] * 1000000 + n[2] - start > 800000 then return 1 end
 end`).Numkeys(0).Build()).Error()
 	}()
-	time.Sleep(50 * time.Millisecond) // the script has started (no event to wait on)
+	// The script has started: the master stops answering (the probe's
+	// connection was made before it).
+	require.Eventually(t, func() bool {
+		pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		_, err := m.srv[2].Do(pctx, "PING")
+		return errors.Is(err, context.DeadlineExceeded)
+	}, 5*time.Second, time.Millisecond, "the busy script never started")
 	start := time.Now()
 	ok, err = rl.TryLock(ctx, 0, 150*time.Millisecond)
 	require.NoError(t, err)
@@ -633,4 +651,60 @@ func TestGroupUnlockSemantics(t *testing.T) {
 		assert.Equal(t, rlock.TTLNotLocked, m.pttl(t, i, name), "member %d", i)
 	}
 	assert.ErrorIs(t, rl.Unlock(ctx), rlock.ErrNotHeld, "none held")
+}
+
+// TestRedLockHeldAcrossMasterLoss: a RedLock held while one of its three
+// masters is stopped and then restarted empty keeps its quorum: it stays
+// held (IsHeld, HoldContext) through renewals, another service's RedLock is
+// kept out while the master is down and after it comes back empty (it can
+// take that one member only), and the unlock frees it for the other.
+func TestRedLockHeldAcrossMasterLoss(t *testing.T) {
+	m := newMasters(t, 3, 2, rlock.WithCommandTimeout(500*time.Millisecond), rlock.WithWatchdogTimeout(900*time.Millisecond))
+	ctx := context.Background()
+	name := "red-loss"
+	a := rlock.NewRedLock(m.locks(0, name)...)
+	b := rlock.NewRedLock(m.locks(1, name)...)
+	require.NoError(t, a.Lock(ctx))
+	hctx, err := a.HoldContext(ctx)
+	require.NoError(t, err)
+
+	require.NoError(t, m.srv[1].Kill())
+	held, err := a.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held, "two of three members still held")
+	ok, err := b.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "another RedLock got in with a master down")
+	// Two renewals while the master is down: the member's TTL is set back
+	// up twice (a 900 ms lease lives through them only if renewed).
+	for range 2 {
+		last := m.pttl(t, 0, name)
+		require.Eventually(t, func() bool {
+			ttl := m.pttl(t, 0, name)
+			renewed := ttl > last
+			last = ttl
+			return renewed
+		}, 3*time.Second, 10*time.Millisecond, "the watchdog stopped renewing with a master down")
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, m.srv[1].Restart(rctx))
+	assert.Equal(t, rlock.TTLNotLocked, m.pttl(t, 1, name), "the master came back empty")
+	ok, err = b.TryLock(ctx, 300*time.Millisecond, 0)
+	require.NoError(t, err)
+	assert.False(t, ok, "another RedLock got in after the master came back empty")
+	for _, i := range []int{0, 2} {
+		assert.Greater(t, m.pttl(t, i, name), time.Duration(0), "member %d", i)
+	}
+	require.NoError(t, hctx.Err(), "the hold was reported lost: %v", context.Cause(hctx))
+	held, err = a.IsHeld(ctx)
+	require.NoError(t, err)
+	assert.True(t, held)
+
+	require.NoError(t, a.Unlock(ctx))
+	ok, err = b.TryLock(ctx, 0, 0)
+	require.NoError(t, err)
+	assert.True(t, ok, "the unlock frees it for the other service")
+	require.NoError(t, b.Unlock(ctx))
 }
