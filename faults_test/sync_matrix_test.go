@@ -21,7 +21,8 @@ import (
 type syncCase struct {
 	name   string
 	script *scripts.Script
-	run    func(t *testing.T, e *matrixEnv, name string)
+	run    func(t *testing.T, e *matrixEnv, name string) // nil: a waiter's attempt (see TestSyncFaultMatrix)
+	psem   bool                                          // that waiter's semaphore is permit-expirable
 }
 
 var syncCases = []syncCase{
@@ -35,8 +36,29 @@ var syncCases = []syncCase{
 		assert.Equal(t, 0, availSem(t, e, name), "one acquisition, one permit taken")
 		require.NoError(t, e.c.Semaphore(name).Release(ctx, 1))
 		assert.Equal(t, 1, availSem(t, e, name))
-	}},
-	{"semaphore/acquire in the wait loop", scripts.SemAcquire, nil}, // see TestSyncFaultMatrix
+	}, false},
+	{"semaphore/acquire in the wait loop", scripts.SemAcquire, nil, false},
+	{"permit semaphore/acquire in the wait loop", scripts.PsemAcquire, nil, true},
+	{"permit semaphore/trySetPermits", scripts.PsemUpdate, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		ok, err := e.c.PermitExpirableSemaphore(name).TrySetPermits(ctx, 4)
+		require.NoError(t, err, "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.True(t, ok, "the one call that set it reports it, even after a lost reply")
+		assert.Equal(t, 4, availPsem(t, e, name))
+	}, false},
+	{"permit semaphore/acquireN", scripts.PsemAcquire, func(t *testing.T, e *matrixEnv, name string) {
+		ctx := context.Background()
+		require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(ctx, 3))
+		ids, err := e.c.PermitExpirableSemaphore(name).AcquireN(ctx, 3, time.Minute)
+		require.NoError(t, err, "the fault must be absorbed")
+		e.faulty.WaitLate()
+		assert.Len(t, ids, 3)
+		assert.Equal(t, int64(3), doInt(t, e.srv, "ZCARD", rlock.PermitTimeoutName(name)), "one acquisition of 3, three permits held")
+		assert.Equal(t, 0, availPsem(t, e, name))
+		require.NoError(t, e.other.PermitExpirableSemaphore(name).ReleaseN(ctx, ids), "the ids returned are the ones held")
+		assert.Equal(t, 3, availPsem(t, e, name))
+	}, false},
 	{"semaphore/release", scripts.SemUpdate, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		require.NoError(t, e.other.Semaphore(name).AddPermits(ctx, 2))
@@ -44,13 +66,13 @@ var syncCases = []syncCase{
 		require.NoError(t, e.c.Semaphore(name).Release(ctx, 2), "the fault must be absorbed")
 		e.faulty.WaitLate()
 		assert.Equal(t, 2, availSem(t, e, name), "one release of 2, two permits back")
-	}},
+	}, false},
 	{"semaphore/addPermits", scripts.SemUpdate, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		require.NoError(t, e.c.Semaphore(name).AddPermits(ctx, 3), "the fault must be absorbed")
 		e.faulty.WaitLate()
 		assert.Equal(t, 3, availSem(t, e, name))
-	}},
+	}, false},
 	{"semaphore/drain", scripts.SemUpdate, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		require.NoError(t, e.other.Semaphore(name).AddPermits(ctx, 4))
@@ -59,7 +81,7 @@ var syncCases = []syncCase{
 		e.faulty.WaitLate()
 		assert.Equal(t, 4, n, "the drained count, even after a lost reply")
 		assert.Equal(t, 0, availSem(t, e, name))
-	}},
+	}, false},
 	{"permit semaphore/acquire", scripts.PsemAcquire, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(ctx, 1))
@@ -70,7 +92,7 @@ var syncCases = []syncCase{
 		assert.Equal(t, 0, availPsem(t, e, name))
 		require.NoError(t, e.other.PermitExpirableSemaphore(name).Release(ctx, id), "the id returned is the one held")
 		assert.Equal(t, 1, availPsem(t, e, name))
-	}},
+	}, false},
 	{"permit semaphore/release", scripts.PsemRelease, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(ctx, 1))
@@ -80,7 +102,7 @@ var syncCases = []syncCase{
 		e.faulty.WaitLate()
 		assert.Equal(t, 1, availPsem(t, e, name), "one release, one permit back")
 		assert.Equal(t, int64(0), doInt(t, e.srv, "ZCARD", rlock.PermitTimeoutName(name)))
-	}},
+	}, false},
 	{"semaphore/trySetPermits", scripts.SemUpdate, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		ok, err := e.c.Semaphore(name).TrySetPermits(ctx, 5)
@@ -88,14 +110,14 @@ var syncCases = []syncCase{
 		e.faulty.WaitLate()
 		assert.True(t, ok, "the one call that set it reports it, even after a lost reply")
 		assert.Equal(t, 5, availSem(t, e, name))
-	}},
+	}, false},
 	{"permit semaphore/setPermits", scripts.PsemUpdate, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(ctx, 2))
 		require.NoError(t, e.c.PermitExpirableSemaphore(name).SetPermits(ctx, 7), "the fault must be absorbed")
 		e.faulty.WaitLate()
 		assert.Equal(t, 7, availPsem(t, e, name))
-	}},
+	}, false},
 	{"permit semaphore/releaseN", scripts.PsemRelease, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(ctx, 3))
@@ -104,7 +126,7 @@ var syncCases = []syncCase{
 		require.NoError(t, e.c.PermitExpirableSemaphore(name).ReleaseN(ctx, ids), "the fault must be absorbed: a lost reply is not ErrNoPermit")
 		e.faulty.WaitLate()
 		assert.Equal(t, 3, availPsem(t, e, name), "one release of 3, three permits back")
-	}},
+	}, false},
 	{"latch/delete", scripts.LatchUpdate, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		ok, err := e.other.CountDownLatch(name).TrySetCount(ctx, 2)
@@ -115,13 +137,13 @@ var syncCases = []syncCase{
 		e.faulty.WaitLate()
 		assert.True(t, ok, "the one call that deleted it reports it, even after a lost reply")
 		assert.Equal(t, int64(0), doInt(t, e.srv, "EXISTS", name))
-	}},
+	}, false},
 	{"permit semaphore/addPermits", scripts.PsemUpdate, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		require.NoError(t, e.c.PermitExpirableSemaphore(name).AddPermits(ctx, 2), "the fault must be absorbed")
 		e.faulty.WaitLate()
 		assert.Equal(t, 2, availPsem(t, e, name))
-	}},
+	}, false},
 	{"permit semaphore/updateLeaseTime", scripts.PsemQuery, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(ctx, 1))
@@ -135,7 +157,7 @@ var syncCases = []syncCase{
 		require.NoError(t, err)
 		assert.Greater(t, lt, 50*time.Minute)
 		require.NoError(t, e.other.PermitExpirableSemaphore(name).Release(ctx, id))
-	}},
+	}, false},
 	{"latch/countDown", scripts.LatchUpdate, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		ok, err := e.other.CountDownLatch(name).TrySetCount(ctx, 3)
@@ -146,7 +168,7 @@ var syncCases = []syncCase{
 		n, err := e.other.CountDownLatch(name).Count(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, int64(2), n, "one countDown, one decrement")
-	}},
+	}, false},
 	{"latch/trySetCount", scripts.LatchUpdate, func(t *testing.T, e *matrixEnv, name string) {
 		ctx := context.Background()
 		ok, err := e.c.CountDownLatch(name).TrySetCount(ctx, 5)
@@ -156,7 +178,7 @@ var syncCases = []syncCase{
 		n, err := e.other.CountDownLatch(name).Count(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, int64(5), n)
-	}},
+	}, false},
 }
 
 func availSem(t *testing.T, e *matrixEnv, name string) int {
@@ -197,10 +219,21 @@ func TestSyncFaultMatrix(t *testing.T) {
 					// and its attempt is faulted.
 					attempts := e.faulty.Count(isScript(sc.script))
 					got := make(chan error, 1)
-					go func() { got <- e.c.Semaphore(name).Acquire(ctx, 1) }()
+					go func() {
+						if sc.psem {
+							_, err := e.c.PermitExpirableSemaphore(name).Acquire(ctx, time.Minute)
+							got <- err
+							return
+						}
+						got <- e.c.Semaphore(name).Acquire(ctx, 1)
+					}()
 					eventually(t, 5*time.Second, "the waiter", func() bool { return e.c.Stats().Waiters == 1 && attempts() >= 2 })
 					e.faulty.Inject(r)
-					require.NoError(t, e.other.Semaphore(name).Release(ctx, 1))
+					if sc.psem {
+						require.NoError(t, e.other.PermitExpirableSemaphore(name).AddPermits(ctx, 1))
+					} else {
+						require.NoError(t, e.other.Semaphore(name).Release(ctx, 1))
+					}
 					select {
 					case err := <-got:
 						require.NoError(t, err)
@@ -208,7 +241,12 @@ func TestSyncFaultMatrix(t *testing.T) {
 						t.Fatal("the waiter never got the permit")
 					}
 					e.faulty.WaitLate()
-					assert.Equal(t, 0, availSem(t, e, name), "one acquisition, one permit taken")
+					if sc.psem {
+						assert.Equal(t, 0, availPsem(t, e, name), "one acquisition, one permit taken")
+						assert.Equal(t, int64(1), doInt(t, e.srv, "ZCARD", rlock.PermitTimeoutName(name)), "one permit held")
+					} else {
+						assert.Equal(t, 0, availSem(t, e, name), "one acquisition, one permit taken")
+					}
 				} else {
 					e.faulty.Inject(r)
 					sc.run(t, e, name)
