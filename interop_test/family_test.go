@@ -1,6 +1,7 @@
 package interop_test
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -157,12 +158,16 @@ func (f *fixture) testLastReadUnlockWakesWriter(t *testing.T) {
 		before := b.waiters(t, ch)
 		waiter := w.lockAsync(ctx, kindWrite, name)
 		waitNewWaiter(t, b, ch, before)
+		watch := f.watch(t, ch)
 		require.NoError(t, r1.unlock(ctx, kindRead, name))
 		require.False(t, waiter.finished(), "the writer got in while a reader held")
 		start := time.Now()
 		require.NoError(t, r2.unlock(ctx, kindRead, name))
 		waiter.wait(t, promptly)
 		require.NoError(t, waiter.err)
+		// The first read unlock woke nobody: the channel's first message
+		// is the last read unlock's.
+		assert.False(t, watch.waitMessage(t, promptly).at.Before(start), "the first read unlock published a wake-up")
 		measure(t, suiteFamily, f.version, "last read unlock ("+a.String()+") -> writer ("+b.String()+")", waiter.at.Sub(start))
 		assert.Equal(t, 1, want(t).I(w.holdCount(ctx, kindWrite, name)))
 		require.NoError(t, w.unlock(ctx, kindWrite, name))
@@ -184,16 +189,7 @@ func (f *fixture) testWriteUnlockWakesReaders(t *testing.T) {
 			before := b.waiters(t, ch)
 			readers = append(readers, r.lockAsync(ctx, kindRead, name))
 			actors = append(actors, r)
-			if ja, ok := r.(*javaActor); ok {
-				// Parked on its lock entry's latch. Redisson's "1" message
-				// releases only the threads already queued there: one that
-				// made its attempt after subscribing but had not parked yet
-				// when the message came sleeps out the TTL, as Java/Java
-				// shows (its eval count was not enough to wait for).
-				require.Eventually(t, func() bool { return want(t).B(ja.j.Parked(ctx, ja.thread)) }, 30*time.Second, time.Millisecond)
-			} else {
-				waitNewWaiter(t, b, ch, before)
-			}
+			waitParkedReader(t, b, r, ch, before)
 		}
 		start := time.Now()
 		require.NoError(t, w.unlock(ctx, kindWrite, name))
@@ -209,6 +205,21 @@ func (f *fixture) testWriteUnlockWakesReaders(t *testing.T) {
 	})
 }
 
+// waitParkedReader waits until reader r of side s waits for the write
+// unlock's message. A Java reader must be parked on its lock entry's latch:
+// Redisson's "1" message releases only the threads already queued there,
+// and one that made its attempt after subscribing but had not parked yet
+// when the message came sleeps out the TTL, as Java/Java shows (its eval
+// count was not enough to wait for).
+func waitParkedReader(t *testing.T, s side, r actor, ch string, before int64) {
+	t.Helper()
+	if ja, ok := r.(*javaActor); ok {
+		require.Eventually(t, func() bool { return want(t).B(ja.j.Parked(context.Background(), ja.thread)) }, 30*time.Second, time.Millisecond)
+		return
+	}
+	waitNewWaiter(t, s, ch, before)
+}
+
 // testReadWatchdog: with a 3s watchdog on both sides, a reader holding 10s
 // keeps the other side's writer out, and another reader's expiring lease
 // does not free the lock while it holds.
@@ -218,10 +229,31 @@ func (f *fixture) testReadWatchdog(t *testing.T) {
 		long, short, w := a.actor(1), b.actor(1), b.actor(2)
 		require.NoError(t, long.lock(ctx, kindRead, name))
 		require.NoError(t, short.lockLease(ctx, kindRead, name, time.Second))
+		// Each read hold has a timeout key; the short one's ends with its
+		// lease, unless the long reader is Redisson before 4.4, whose
+		// watchdog renews every reader's timeout key (PROTOCOL.md 4.4)
+		// when its renewal (every second) comes before the short lease's
+		// end: either may happen there (both seen on 3.52.0 and 3.23.5).
+		timeoutKeys := func() int {
+			keys, err := doRaw(t, f.raw, "KEYS", "{"+name+"}:*:rwlock_timeout:*").AsStrSlice()
+			require.NoError(t, err)
+			return len(keys)
+		}
+		require.Equal(t, 2, timeoutKeys())
+		shortExpires := !a.java() || atLeast(f.version, "4.4.0")
+		expired := false
 		deadline := time.Now().Add(10 * time.Second)
 		for time.Now().Before(deadline) {
 			require.False(t, want(t).B(w.tryLock(ctx, kindWrite, name, -1, 0)), "%s's writer got in while %s's renewed reader held", b, a)
+			if timeoutKeys() == 1 {
+				expired = true
+			}
 			time.Sleep(500 * time.Millisecond)
+		}
+		if shortExpires {
+			assert.True(t, expired, "the short reader's lease never ended: the writer was kept out by it, not only by the long reader")
+		} else {
+			t.Logf("Redisson %s's renewal of every reader: the short reader's lease ended: %v", f.version, expired)
 		}
 		assert.Greater(t, pttl(t, f.raw, name), time.Second, "the watchdog keeps the hash alive")
 		require.NoError(t, long.unlock(ctx, kindRead, name))
@@ -257,7 +289,18 @@ func (f *fixture) testReadWriteForceUnlock(t *testing.T) {
 		assert.True(t, notHeld(ra.unlock(ctx, kindRead, name)), "the writer holds now")
 		assert.Zero(t, want(t).I(rb.holdCount(ctx, kindRead, name)))
 		assert.False(t, want(t).B(ra.forceUnlock(ctx, kindRead, name)), "a read force unlock leaves a writer")
+		// A write force unlock wakes the other side's waiting reader.
+		rw := b.actor(3)
+		before = b.waiters(t, ch)
+		rwait := rw.lockAsync(ctx, kindRead, name)
+		waitParkedReader(t, b, rw, ch, before)
+		start = time.Now()
 		require.True(t, want(t).B(ra.forceUnlock(ctx, kindWrite, name)))
+		rwait.wait(t, promptly)
+		require.NoError(t, rwait.err)
+		measure(t, suiteFamily, f.version, "write force unlock ("+a.String()+") -> reader ("+b.String()+")", rwait.at.Sub(start))
+		assert.True(t, notHeld(w.unlock(ctx, kindWrite, name)), "the force unlock took the write hold")
+		require.NoError(t, rw.unlock(ctx, kindRead, name))
 		assert.Empty(t, hgetall(t, f.raw, name))
 		// An unlock that finds the lock gone still publishes its message
 		// (write "1", read "0"), on both sides.
@@ -332,6 +375,7 @@ func (f *fixture) testSpinLock(t *testing.T) {
 		chans, err := doRaw(t, f.raw, "PUBSUB", "CHANNELS", "*"+name+"*").AsStrSlice()
 		require.NoError(t, err)
 		assert.Empty(t, chans, "a spin lock waiter subscribed")
+		published := publishCount(t, f)
 		start := time.Now()
 		require.NoError(t, xa.unlock(ctx, kindSpin, name))
 		waiter.wait(t, promptly)
@@ -342,7 +386,16 @@ func (f *fixture) testSpinLock(t *testing.T) {
 		assert.Equal(t, 1, want(t).I(xb.holdCount(ctx, kindSpin, name)))
 		require.True(t, want(t).B(xa.forceUnlock(ctx, kindSpin, name)))
 		assert.True(t, notHeld(xb.unlock(ctx, kindSpin, name)))
+		assert.Equal(t, published, publishCount(t, f), "a spin lock's unlock or force unlock published a message")
 	})
+}
+
+// publishCount is the server's number of PUBLISH calls so far (those of
+// scripts included).
+func publishCount(t *testing.T, f *fixture) int64 {
+	info, err := doRaw(t, f.raw, "INFO", "commandstats").ToString()
+	require.NoError(t, err)
+	return statCalls(info, "cmdstat_publish:calls=")
 }
 
 // evalCount is the server's number of EVAL and EVALSHA calls so far.

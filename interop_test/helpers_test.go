@@ -258,7 +258,7 @@ func doRaw(t *testing.T, rc rueidis.Client, args ...string) rueidis.RedisResult 
 }
 
 // keyless are the commands doRaw sends without a key.
-var keyless = map[string]bool{"PUBSUB": true, "INFO": true, "CLUSTER": true, "CONFIG": true, "DBSIZE": true, "PING": true}
+var keyless = map[string]bool{"PUBSUB": true, "INFO": true, "CLUSTER": true, "CONFIG": true, "DBSIZE": true, "PING": true, "KEYS": true}
 
 func hgetall(t *testing.T, rc rueidis.Client, key string) map[string]string {
 	t.Helper()

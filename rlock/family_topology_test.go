@@ -2,6 +2,7 @@ package rlock_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,6 +68,52 @@ func TestClusterFamily(t *testing.T) {
 			for kind, l := range familyLockers(c, bad) {
 				assert.ErrorIs(t, l.Lock(ctx), rlock.ErrInvalidName, "%s %s", kind, bad)
 			}
+		}
+	})
+
+	// Contention for every kind, between two clients, on names in several
+	// slots: the second is kept out while the first holds and gets in
+	// once it unlocks (woken by a sharded message, or by its spin); a
+	// fenced lock's token grows with each grant; a non-reentrant lock
+	// refuses its holder's second acquire.
+	t.Run("every kind contended across two clients", func(t *testing.T) {
+		a := topoClient(t, clusterRC(t, cl))
+		b := topoClient(t, clusterRC(t, cl))
+		for _, n := range []string{"contend-1", "contend-22", "{user42}:contend"} {
+			la, lb := familyLockers(a, n), familyLockers(b, n)
+			for kind := range la {
+				if kind == "read" {
+					continue // readers share: the write lock covers exclusion
+				}
+				require.NoError(t, la[kind].Lock(ctx), "%s %s", kind, n)
+				ok, err := lb[kind].TryLock(ctx, 0, 0)
+				require.NoError(t, err, "%s %s", kind, n)
+				require.False(t, ok, "%s %s: a second holder", kind, n)
+				got := make(chan error, 1)
+				bctx := rlock.WithOwner(ctx, 7) // the waiter's goroutine and this one
+				go func() {
+					ok, err := lb[kind].TryLock(bctx, 10*time.Second, 0)
+					if err == nil && !ok {
+						err = errors.New("not acquired within 10s")
+					}
+					got <- err
+				}()
+				switch kind {
+				case "nonreentrant", "nonreentrantfair":
+					_, err := la[kind].TryLock(ctx, 0, 0)
+					assert.ErrorIs(t, err, rlock.ErrAlreadyHeld, "%s %s", kind, n)
+				}
+				require.NoError(t, la[kind].Unlock(ctx), "%s %s", kind, n)
+				require.NoError(t, <-got, "%s %s", kind, n)
+				require.NoError(t, lb[kind].Unlock(bctx), "%s %s", kind, n)
+			}
+			ta, err := a.FencedLock(n).LockAndGetToken(ctx)
+			require.NoError(t, err)
+			require.NoError(t, a.FencedLock(n).Unlock(ctx))
+			tb, err := b.FencedLock(n).LockAndGetToken(ctx)
+			require.NoError(t, err)
+			require.NoError(t, b.FencedLock(n).Unlock(ctx))
+			assert.Greater(t, tb, ta, "%s: tokens grow across clients", n)
 		}
 	})
 

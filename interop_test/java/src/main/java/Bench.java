@@ -337,6 +337,10 @@ public final class Bench {
         AtomicLong readPairs = new AtomicLong();
         AtomicReference<Throwable> err = new AtomicReference<>();
         Hist wh = new Hist();
+        // The hand-off, as bench.S5's: the writer's grant minus the return
+        // of the last read unlock before it (negative counted as 0).
+        AtomicLong lastReadUnlock = new AtomicLong(Long.MIN_VALUE);
+        Hist hh = new Hist();
         List<Thread> ts = new ArrayList<>();
         for (int i = 0; i <= readers; i++) {
             boolean writer = i == readers;
@@ -346,12 +350,20 @@ public final class Bench {
                     while (phase.get() != 2) {
                         long t0 = System.nanoTime();
                         l.lock();
-                        long waited = System.nanoTime() - t0;
+                        long granted = System.nanoTime();
+                        long waited = granted - t0;
+                        long lu = lastReadUnlock.get();
                         l.unlock();
+                        if (!writer) {
+                            lastReadUnlock.set(System.nanoTime());
+                        }
                         if (phase.get() == 1) {
                             if (writer) {
                                 synchronized (wh) {
                                     wh.add(waited);
+                                    if (lu != Long.MIN_VALUE && lu - t0 > 0) {
+                                        hh.add(Math.max(granted - lu, 0));
+                                    }
                                 }
                             } else {
                                 readPairs.incrementAndGet();
@@ -383,7 +395,9 @@ public final class Bench {
         long n = wh.n;
         return "{\"ok\":true,\"ops\":" + n + ",\"seconds\":" + secs + ",\"rate\":" + (n / secs)
                 + ",\"p50_us\":" + wh.quantile(0.5) / 1e3 + ",\"p99_us\":" + wh.quantile(0.99) / 1e3
-                + ",\"ext\":{\"read_pairs_per_s\":" + (readPairs.get() / secs) + "}}";
+                + ",\"ext\":{\"read_pairs_per_s\":" + (readPairs.get() / secs)
+                + ",\"handoff_p50_us\":" + hh.quantile(0.5) / 1e3 + ",\"handoff_p99_us\":" + hh.quantile(0.99) / 1e3
+                + ",\"handoffs\":" + hh.n + "}}";
     }
 
     // ---- S2 ----
