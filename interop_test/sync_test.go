@@ -538,4 +538,6 @@ func (s *javaSyncer) waitParked(t *testing.T, th int, _ string, _ int64) {
 		return err == nil && p
 	}, 30*time.Second, time.Millisecond, "Java thread %s never parked", sthread(th))
 }
-func (s *javaSyncer) waiters(t *testing.T, ch string) int64 { return numsub(t, s.f.raw, ch, s.f.sharded) }
+func (s *javaSyncer) waiters(t *testing.T, ch string) int64 {
+	return numsub(t, s.f.raw, ch, s.f.sharded)
+}
