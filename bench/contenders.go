@@ -71,7 +71,7 @@ var Watchdogs = map[string]bool{"rlock": true, "rueidislock": true}
 // Settings describes, per contender, the settings the benchmark uses.
 var Settings = map[string]string{
 	"rlock":          "rueidis v1.0.79 client with defaults; rlock defaults (watchdog 30s; 3s in S3)",
-	"limit":          "scripts.Acquire/scripts.Unlock Exec straight on a default rueidis v1.0.79 client; one fence key per handle, never written (no fault settling); S2 waits on one bare rueidis Receive per lock name (no hub)",
+	"limit":          "scripts.Acquire/scripts.Unlock Exec straight on a default rueidis v1.0.79 client; one fence key per handle, never written (no fault settling); S2 waits on one bare rueidis Receive per lock name (no hub); S5 uses the read and write scripts (ReadAcquire/ReadUnlock, WriteAcquire/WriteUnlock) the same way",
 	"bsm":            "bsm/redislock " + bsmVersion + " on go-redis v9.23.0 defaults (pool 10×GOMAXPROCS); TTL 30s; waits with LinearBackoff(16ms): the shortest interval its docs recommend",
 	"redsync":        "redsync/v4 " + redsyncVersion + ", one goredis/v9 pool on go-redis v9.23.0 defaults; NewMutex defaults (expiry 8s, 32 tries, retry delay rand[50ms,250ms)); ErrFailed retried",
 	"rlock-read":     "rlock ReadWriteLock(name).ReadLock(), defaults as rlock",
@@ -386,17 +386,42 @@ func (c *limitC) sub(ctx context.Context, channel string) (chan struct{}, error)
 }
 
 type limitM struct {
-	c       *limitC
-	channel string
-	keys    []string
-	acqArgs []string
-	ukeys   []string
-	uargs   []string
-	timer   *time.Timer
+	c        *limitC
+	acq, unl *scripts.Script // nil: the plain lock's
+	channel  string
+	keys     []string
+	acqArgs  []string
+	ukeys    []string
+	uargs    []string
+	timer    *time.Timer
+}
+
+// NewRW returns the bare read and write locks of the read-write lock
+// name (S5): the scripts sent straight through rueidis, waiting on the
+// lock's channel like the plain limit lock, one attempt per wake-up.
+func (c *limitC) NewRW(name string, owner int64) (read, write Mutex) {
+	if owner == 0 {
+		owner = int64(nextOwner())
+	}
+	field := c.id + ":" + strconv.FormatInt(owner, 10)
+	ch := rlock.RWLockChannelName(name)
+	fence := "goredisson_fence:{" + name + "}:bench" + strconv.FormatInt(owner, 16)
+	prefix := "{" + name + "}:" + field + ":rwlock_timeout"
+	read = &limitM{c: c, acq: scripts.ReadAcquire, unl: scripts.ReadUnlock, channel: ch,
+		keys: []string{name, prefix, fence}, acqArgs: []string{leaseMs, field, field + ":write", "0", "60000"},
+		ukeys: []string{name, ch, prefix, "{" + name + "}", fence}, uargs: []string{field, "PUBLISH", "1", "60000"}}
+	write = &limitM{c: c, acq: scripts.WriteAcquire, unl: scripts.WriteUnlock, channel: ch,
+		keys: []string{name, fence}, acqArgs: []string{leaseMs, field + ":write", "0", "60000"},
+		ukeys: []string{name, ch, fence}, uargs: []string{"1", leaseMs, field + ":write", "PUBLISH", "1", "60000"}}
+	return read, write
 }
 
 func (m *limitM) try(ctx context.Context) (int64, bool, error) {
-	r, err := scripts.Acquire.Exec(ctx, m.c.rc, m.keys, m.acqArgs).AsInt64()
+	acq := m.acq
+	if acq == nil {
+		acq = scripts.Acquire
+	}
+	r, err := acq.Exec(ctx, m.c.rc, m.keys, m.acqArgs).AsInt64()
 	if err != nil {
 		return 0, false, err
 	}
@@ -440,7 +465,11 @@ func (m *limitM) Lock(ctx context.Context) error {
 }
 
 func (m *limitM) Unlock(ctx context.Context) error {
-	r, err := scripts.Unlock.Exec(ctx, m.c.rc, m.ukeys, m.uargs).AsInt64()
+	unl := m.unl
+	if unl == nil {
+		unl = scripts.Unlock
+	}
+	r, err := unl.Exec(ctx, m.c.rc, m.ukeys, m.uargs).AsInt64()
 	if err == nil && r < 0 {
 		return errors.New("limit: unlock: not held")
 	}

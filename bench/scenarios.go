@@ -628,7 +628,8 @@ const (
 // S5 runs readers goroutines cycling the read lock of name and one writer
 // cycling its write lock, and measures how long the writer waits for each
 // grant (P50us, P99us; Rate: write grants per second; Ext: reader pairs
-// per second). No lock of the family is fair: a writer gets in when the
+// per second, and the hand-off: from the last read unlock's return to the
+// writer's grant). No lock of the family is fair: a writer gets in when the
 // readers leave a gap.
 func S5(c Contender, name string, readers int, warm, dur time.Duration) Result {
 	rwc, ok := c.(RWContender)
@@ -639,6 +640,12 @@ func S5(c Contender, name string, readers int, warm, dur time.Duration) Result {
 	var phase atomic.Int32 // 0 warm, 1 measure, 2 stop
 	var readPairs atomic.Int64
 	var wh Hist
+	// The hand-off: the writer's grant minus the return of the last read
+	// unlock before it, over grants for which the writer waited through
+	// at least one read unlock (negative, when that unlock's goroutine
+	// ran late: counted as 0).
+	var lastReadUnlock atomic.Int64
+	var hh Hist
 	errs := make(chan error, readers+1)
 	var wg sync.WaitGroup
 	for range readers {
@@ -655,6 +662,7 @@ func S5(c Contender, name string, readers int, warm, dur time.Duration) Result {
 					errs <- fmt.Errorf("read unlock: %w", err)
 					return
 				}
+				lastReadUnlock.Store(time.Now().UnixNano())
 				if phase.Load() == 1 {
 					readPairs.Add(1)
 				}
@@ -672,13 +680,18 @@ func S5(c Contender, name string, readers int, warm, dur time.Duration) Result {
 				errs <- fmt.Errorf("write lock: %w", err)
 				return
 			}
-			waited := time.Since(t)
+			granted := time.Now()
+			waited := granted.Sub(t)
+			lu := lastReadUnlock.Load()
 			if err := w.Unlock(ctx); err != nil {
 				errs <- fmt.Errorf("write unlock: %w", err)
 				return
 			}
 			if phase.Load() == 1 {
 				wh.Add(waited)
+				if lu > t.UnixNano() {
+					hh.Add(max(granted.Sub(time.Unix(0, lu)), 0))
+				}
 			}
 			time.Sleep(WriterPause)
 		}
@@ -704,5 +717,6 @@ func S5(c Contender, name string, readers int, warm, dur time.Duration) Result {
 	n := int64(wh.Count())
 	return Result{OK: true, Ops: n, Seconds: elapsed.Seconds(), Rate: float64(n) / elapsed.Seconds(),
 		P50us: us(wh.Quantile(0.5)), P99us: us(wh.Quantile(0.99)),
-		Ext: map[string]float64{"read_pairs_per_s": float64(readPairs.Load()) / elapsed.Seconds()}}
+		Ext: map[string]float64{"read_pairs_per_s": float64(readPairs.Load()) / elapsed.Seconds(),
+			"handoff_p50_us": us(hh.Quantile(0.5)), "handoff_p99_us": us(hh.Quantile(0.99)), "handoffs": float64(hh.Count())}}
 }

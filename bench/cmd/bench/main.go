@@ -235,7 +235,7 @@ func run(o options) error {
 					r.runOne("s1", conc, c)
 				}
 			}
-			for _, c := range rotate(rlockAnd(o, "redisson"), round) {
+			for _, c := range rotate(rlockAnd(o, "limit", "redisson"), round) {
 				r.runOne("s5", 16, c)
 			}
 		}
