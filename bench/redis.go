@@ -260,6 +260,17 @@ func (a *Admin) PubSub(ctx context.Context, channels []string) (active, numsub i
 	return active, numsub, nil
 }
 
+// Subscriptions returns the subscriptions on the server now: PUBSUB
+// NUMSUB summed over every active channel (PUBSUB CHANNELS).
+func (a *Admin) Subscriptions(ctx context.Context) (int64, error) {
+	all, err := a.rc.Do(ctx, a.rc.B().PubsubChannels().Build()).AsStrSlice()
+	if err != nil {
+		return 0, err
+	}
+	_, n, err := a.PubSub(ctx, all)
+	return n, err
+}
+
 // RedisVersion returns redis_version from INFO server.
 func (a *Admin) RedisVersion(ctx context.Context) string {
 	s, err := a.Info(ctx, "server")

@@ -277,6 +277,29 @@ func S2Min(c1, c2 Contender, a *Admin, name string, conc int, warm, dur, maxDur 
 	if a != nil {
 		st0, _ = a.CommandStats(ctx)
 	}
+	// The subscriptions on Redis while the waiters wait: sampled every
+	// 100 ms over the measured window, the most seen (Ext "subs_max").
+	subsMax := int64(-1)
+	sampled := make(chan struct{})
+	stopSampling := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		if a == nil {
+			return
+		}
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-tick.C:
+			}
+			if n, err := a.Subscriptions(ctx); err == nil && n > subsMax {
+				subsMax = n
+			}
+		}
+	}()
 	k0 := seq.Load()
 	start := time.Now()
 	phase.Store(1)
@@ -286,6 +309,8 @@ func S2Min(c1, c2 Contender, a *Admin, name string, conc int, warm, dur, maxDur 
 	}
 	k1 := seq.Load()
 	elapsed := time.Since(start)
+	close(stopSampling)
+	<-sampled
 	if a != nil {
 		st1, _ = a.CommandStats(ctx)
 	}
@@ -329,18 +354,23 @@ func S2Min(c1, c2 Contender, a *Admin, name string, conc int, warm, dur, maxDur 
 			"negative_share": float64(negative) / float64(max(n, 1))}}
 	if st0 != nil && st1 != nil && acquires > 0 {
 		var all0, all1 int64
+		// The harness' own commands are not the contender's.
+		mine := func(k string) bool { return k == "info" || strings.HasPrefix(k, "pubsub") }
 		for k, v := range st0 {
-			if k != "info" {
+			if !mine(k) {
 				all0 += v.Calls
 			}
 		}
 		for k, v := range st1 {
-			if k != "info" {
+			if !mine(k) {
 				all1 += v.Calls
 			}
 		}
 		r.Ext["scripts_per_acq"] = float64(ScriptStats(st1).Calls-ScriptStats(st0).Calls) / float64(acquires)
 		r.Ext["cmds_per_acq"] = float64(all1-all0) / float64(acquires)
+	}
+	if subsMax >= 0 {
+		r.Ext["subs_max"] = float64(subsMax)
 	}
 	if os.Getenv("BENCH_DEBUG") != "" {
 		q := func(h *Hist) string {

@@ -820,6 +820,14 @@ func (r *runner) writeSync(w func(string, ...any)) {
 		rl.cell(num), r.med(k1, p50).cell(lat), r.med(k1, p99).cell(lat),
 		js.cell(num), r.med(k2, p50).cell(lat), r.med(k2, p99).cell(lat), ratioVs(rl, js, 2))
 	w("Where the column \"Redisson's commands ÷ Redisson\" is below 2, no client of Redisson's semaphore format can reach 2× Redisson on this machine: the bare commands, with nothing around them, stay below it.\n\n")
+	if sm := r.med(k1, ext("subs_max")); sm.good() {
+		jm := r.med(k2, ext("subs_max"))
+		jcell := "not measured"
+		if jm.good() {
+			jcell = fmt.Sprintf("%.0f", jm.v)
+		}
+		w("Subscriptions in S2 (2 clients, 16 goroutines waiting on one semaphore; PUBSUB NUMSUB summed over every channel, sampled every 100 ms, the most seen): rlock %.0f %s (target: one per name per Client, 2), Redisson %s.\n\n", sm.v, mark(sm.v <= 2), jcell)
+	}
 
 	w("The latch: %d awaiters in one client (goroutines; Java threads) `Await` a latch of count 1; once all wait, one `CountDown`. Latency: each awaiter's return minus the start of the CountDown call, over %d rounds; \"all released\": the median over the rounds of the last awaiter's latency. Subscriptions: the client's, to the latch's channel, while the awaiters waited.\n\n", latchAwaiters, latchRounds)
 	w("| contender | awaiter p50 | awaiter p99 | all released | subscriptions |\n|---|---|---|---|---|\n")
