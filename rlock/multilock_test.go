@@ -15,6 +15,7 @@ import (
 
 	"github.com/goredisson/locks/internal/redistest"
 	"github.com/goredisson/locks/rlock"
+	"github.com/goredisson/locks/scripts"
 )
 
 // masters is n independent masters, each with a lock client per service
@@ -707,4 +708,78 @@ func TestRedLockHeldAcrossMasterLoss(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, ok, "the unlock frees it for the other service")
 	require.NoError(t, b.Unlock(ctx))
+}
+
+// TestGroupMembersReachedConcurrently: a MultiLock's and a RedLock's
+// members are reached at once, so that acquiring N members costs about one
+// round trip, not N. Every master's link is made slow (each acquire and
+// unlock reaches Redis 80 ms late, within the 100 ms a RedLock gives a
+// member's attempt): three members in turn would take 240 ms; at once,
+// about 80.
+func TestGroupMembersReachedConcurrently(t *testing.T) {
+	const delay = 80 * time.Millisecond
+	ctx := context.Background()
+	srvs := redistest.Masters(t, 3)
+	acquire, unlock := isScript(scripts.Acquire), isScript(scripts.Unlock)
+	slow := func(args []string) bool { return acquire(args) || unlock(args) }
+	var faulties []*redistest.Faulty
+	var members func(name string) []rlock.Locker
+	var clients []*rlock.Client
+	for _, s := range srvs {
+		rc, err := s.Client()
+		require.NoError(t, err)
+		f := redistest.NewFaulty(rc)
+		c, err := rlock.New(f)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close(); rc.Close() })
+		faulties = append(faulties, f)
+		clients = append(clients, c)
+	}
+	members = func(name string) []rlock.Locker {
+		var ls []rlock.Locker
+		for _, c := range clients {
+			ls = append(ls, c.Lock(name))
+		}
+		return ls
+	}
+	// The scripts are loaded first: an EVALSHA answered NOSCRIPT would be
+	// followed by a second, slow, EVAL.
+	for _, l := range members("warm-up") {
+		require.NoError(t, l.Lock(ctx))
+		require.NoError(t, l.Unlock(ctx))
+	}
+	for _, g := range []struct {
+		kind  string
+		group interface {
+			TryLock(context.Context, time.Duration, time.Duration) (bool, error)
+			Unlock(context.Context) error
+		}
+	}{
+		{"MultiLock", rlock.NewMultiLock(members("concurrent-multi")...)},
+		{"RedLock", rlock.NewRedLock(members("concurrent-red")...)},
+	} {
+		for _, f := range faulties {
+			f.Inject(redistest.Rule{Match: slow, Fault: redistest.Slow, Delay: delay, Times: 2}) // the acquire and the unlock
+		}
+		start := time.Now()
+		ok, err := g.group.TryLock(ctx, 0, 0)
+		took := time.Since(start)
+		require.NoError(t, err, g.kind)
+		require.True(t, ok, "%s: not taken after %v", g.kind, took)
+		assert.GreaterOrEqual(t, took, delay, "%s: the slow link was not in the way", g.kind)
+		assert.Less(t, took, 2*delay, "%s: its 3 members were taken one after another (%v)", g.kind, took)
+		start = time.Now()
+		require.NoError(t, g.group.Unlock(ctx), g.kind)
+		took = time.Since(start)
+		if g.kind == "MultiLock" {
+			// Redisson 4.x unlocks a MultiLock's members in order,
+			// stopping at the first error: one after another.
+			assert.GreaterOrEqual(t, took, 3*delay, "MultiLock: unlocked in order")
+		} else {
+			assert.Less(t, took, 2*delay, "RedLock: its members were unlocked one after another (%v)", took)
+		}
+		for i, f := range faulties {
+			assert.Zero(t, f.Pending(), "%s: master %d's link was not slow", g.kind, i)
+		}
+	}
 }

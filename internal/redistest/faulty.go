@@ -32,6 +32,9 @@ const (
 	// written, may have run with its reply lost, or may have been
 	// answered. The caller gets whatever rueidis reports.
 	Kill
+	// Slow: the request reaches Redis Delay later and the caller waits
+	// for its reply (a slow link, not a failure).
+	Slow
 )
 
 func (f Fault) String() string {
@@ -258,6 +261,15 @@ func (f *Faulty) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueid
 		return fail(context.DeadlineExceeded)
 	case Refuse:
 		return fail(r.Err)
+	case Slow:
+		t := time.NewTimer(r.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		}
+		return f.Client.DoMulti(ctx, cmds...)
 	case Kill:
 		done := make(chan []rueidis.RedisResult, 1)
 		go func() { done <- f.Client.DoMulti(context.WithoutCancel(ctx), cmds...) }()
