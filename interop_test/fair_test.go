@@ -187,3 +187,77 @@ func (f *fixture) testFairNonReentrant(t *testing.T) {
 		assert.Empty(t, hgetall(t, f.raw, name))
 	})
 }
+
+// testFairNameMapper (Redisson's testNameMapper): Java with a NameMapper
+// that prefixes every name ("test::"), Go given the mapped name. From
+// 3.52.0 Redisson builds the queue and reservation names from the mapped
+// name too, so the two languages share one queue, in arrival order; before
+// it (3.23.5) Java's queue is built from the unmapped name: they still
+// exclude each other (one lock hash), but each language queues apart
+// (docs/PROTOCOL.md 4.8).
+func (f *fixture) testFairNameMapper(t *testing.T) {
+	const prefix = "test::"
+	mapped := func(id string) *javaSide {
+		jv := startJVM(t, driver.Config{Version: f.version, RedisAddrs: f.addrs, NamePrefix: prefix})
+		t.Cleanup(func() { require.NoError(t, jv.Close()) })
+		return &javaSide{f: f, j: jv, id: id + " (NameMapper)"}
+	}
+	ja, jb := mapped("A"), mapped("B")
+	g := &goSide{c: f.goClient(t), base: 100}
+	follows := atLeast(f.version, "3.52.0")
+	for _, p := range []pair{{"GoJava", g, ja}, {"JavaGo", ja, g}, {"JavaJava", ja, jb}} {
+		t.Run(p.name, func(t *testing.T) {
+			ctx := scenarioCtx(t)
+			name := lockName(t, "m")
+			key := prefix + name // what Go is given, and the lock hash of both
+			as := func(s side) string {
+				if s.java() {
+					return name
+				}
+				return key
+			}
+			h := p.a.actor(1)
+			require.NoError(t, h.lock(ctx, kindFair, as(p.a)))
+			assert.Len(t, hgetall(t, f.raw, key), 1, "the Java mapper's key is the name Go was given")
+			require.False(t, want(t).B(p.b.actor(9).tryLock(ctx, kindFair, as(p.b), -1, 0)), "the other side got in")
+			if follows || p.a.java() == p.b.java() {
+				// One queue, in arrival order: under the mapped name
+				// (3.52+), or Java/Java before 3.52 under the unmapped one.
+				queue := key
+				if !follows {
+					queue = name
+				}
+				w1 := p.b.actor(2).lockAsync(ctx, kindFair, as(p.b))
+				f.waitQueued(t, queue, 1)
+				w2 := p.a.actor(3).lockAsync(ctx, kindFair, as(p.a))
+				f.waitQueued(t, queue, 2)
+				require.NoError(t, h.unlock(ctx, kindFair, as(p.a)))
+				require.True(t, done(w1, 10*time.Second), "the first waiter (%s) not woken", p.b)
+				require.NoError(t, w1.err)
+				assert.False(t, done(w2, 0), "the second waiter (%s) got the lock before the first", p.a)
+				require.NoError(t, p.b.actor(2).unlock(ctx, kindFair, as(p.b)))
+				require.True(t, done(w2, 10*time.Second), "the second waiter (%s) not woken", p.a)
+				require.NoError(t, w2.err)
+				require.NoError(t, p.a.actor(3).unlock(ctx, kindFair, as(p.a)))
+			} else {
+				// Redisson before 3.52 queues its waiter under the
+				// unmapped name: two queues, each language's waiter in
+				// its own, and both kept out by the one lock hash.
+				w1 := p.b.actor(2).tryLockAsync(ctx, kindFair, as(p.b), 2*time.Second, 0)
+				w2 := p.a.actor(3).tryLockAsync(ctx, kindFair, as(p.a), 2*time.Second, 0)
+				require.Eventually(t, func() bool {
+					n, err := doRaw(t, f.raw, "LLEN", rlock.FairQueueName(name)).AsInt64()
+					m, err2 := doRaw(t, f.raw, "LLEN", rlock.FairQueueName(key)).AsInt64()
+					return err == nil && err2 == nil && n == 1 && m == 1
+				}, 30*time.Second, time.Millisecond, "one waiter in each queue")
+				for _, c := range []*call{w1, w2} {
+					require.True(t, done(c, 10*time.Second), "a waiter did not return")
+					require.NoError(t, c.err)
+					assert.False(t, c.ok, "a waiter got in while the holder held")
+				}
+				require.NoError(t, h.unlock(ctx, kindFair, as(p.a)))
+			}
+			assert.Empty(t, hgetall(t, f.raw, key))
+		})
+	}
+}

@@ -42,6 +42,7 @@ func TestRedissonFamily(t *testing.T) {
 			if atLeast(v, "4.4.0") {
 				t.Run("FairNonReentrant", f.testFairNonReentrant)
 			}
+			t.Run("FairNameMapper", f.testFairNameMapper)
 		})
 	}
 	logSummary(t, suiteFamily)

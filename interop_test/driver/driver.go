@@ -140,6 +140,10 @@ type Config struct {
 	// WatchdogTimeout is Config.setLockWatchdogTimeout; 0 keeps Redisson's
 	// default (30s). Millisecond resolution.
 	WatchdogTimeout time.Duration
+	// NamePrefix, when set, is a NameMapper that prefixes every object name
+	// (map: prefix+name; single mode only), set on the Config where the
+	// version has Config.setNameMapper and on the server config otherwise.
+	NamePrefix string
 	// Stderr receives the JVM's stderr (Redisson logs at WARN and above). The
 	// last 64 KiB are also kept for error messages.
 	Stderr io.Writer
@@ -223,6 +227,9 @@ func Start(ctx context.Context, cfg Config) (*JVM, error) {
 	args = append(args, cfg.JVMArgs...)
 	args = append(args, "-cp", ClassPath(cfg.Version), "Driver",
 		strings.Join(cfg.RedisAddrs, ","), strconv.FormatInt(cfg.WatchdogTimeout.Milliseconds(), 10), mode)
+	if cfg.NamePrefix != "" {
+		args = append(args, "prefix="+cfg.NamePrefix)
+	}
 
 	j := &JVM{
 		cfg:     cfg,

@@ -140,13 +140,14 @@ public final class Driver {
         protocolOut = new PrintStream(new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
         System.setOut(System.err);
 
-        if (args.length != 3) {
-            System.err.println("usage: Driver ADDRS WATCHDOG_MS single|cluster");
+        if (args.length != 3 && !(args.length == 4 && args[3].startsWith("prefix="))) {
+            System.err.println("usage: Driver ADDRS WATCHDOG_MS single|cluster|masters [prefix=P]");
             System.exit(2);
         }
         String[] addrs = args[0].split(",");
         long watchdogMs = Long.parseLong(args[1]);
         String mode = args[2];
+        String namePrefix = args.length == 4 ? args[3].substring("prefix=".length()) : "";
 
         Config config = new Config();
         if (watchdogMs > 0) {
@@ -158,7 +159,10 @@ public final class Driver {
                     System.err.println("single mode takes exactly one address, got " + args[0]);
                     System.exit(2);
                 }
-                config.useSingleServer().setAddress(url(addrs[0]));
+                org.redisson.config.SingleServerConfig sc = config.useSingleServer().setAddress(url(addrs[0]));
+                if (!namePrefix.isEmpty()) {
+                    setNameMapper(config, sc, namePrefix);
+                }
                 break;
             case "masters":
                 break; // set up below
@@ -217,6 +221,54 @@ public final class Driver {
         }
         shutdown();
         System.exit(0);
+    }
+
+    /**
+     * A NameMapper that prefixes every name, set on the Config where the
+     * version has Config.setNameMapper (4.x; the server config's is
+     * deprecated there) and on the server config otherwise (3.x). All by
+     * reflection: the interface is org.redisson.api.NameMapper in 3.x and
+     * org.redisson.config.NameMapper in 4.x, and the driver is compiled
+     * once, against the oldest version.
+     */
+    private static void setNameMapper(Config config, Object serverConfig, String prefix) {
+        Class<?> iface;
+        try {
+            iface = Class.forName("org.redisson.config.NameMapper");
+        } catch (ClassNotFoundException e) {
+            try {
+                iface = Class.forName("org.redisson.api.NameMapper");
+            } catch (ClassNotFoundException e2) {
+                throw new IllegalStateException("this Redisson has no NameMapper", e2);
+            }
+        }
+        Object m = java.lang.reflect.Proxy.newProxyInstance(iface.getClassLoader(), new Class<?>[] {iface}, (proxy, method, a) -> {
+            switch (method.getName()) {
+                case "map":
+                    return prefix + a[0];
+                case "unmap": {
+                    String n = (String) a[0];
+                    return n.startsWith(prefix) ? n.substring(prefix.length()) : n;
+                }
+                case "hashCode":
+                    return System.identityHashCode(proxy);
+                case "equals":
+                    return proxy == a[0];
+                case "toString":
+                    return "NameMapper(" + prefix + ")";
+                default:
+                    throw new UnsupportedOperationException(method.getName());
+            }
+        });
+        try {
+            try {
+                Config.class.getMethod("setNameMapper", iface).invoke(config, m);
+            } catch (NoSuchMethodException e) {
+                serverConfig.getClass().getMethod("setNameMapper", iface).invoke(serverConfig, m);
+            }
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     private static String url(String addr) {
