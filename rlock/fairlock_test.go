@@ -3,6 +3,7 @@ package rlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -602,4 +603,50 @@ func TestFairLockReservationFromTheSendThatRan(t *testing.T) {
 	require.NoError(t, holder.FairLock(name).Unlock(h))
 	require.NoError(t, <-w)
 	require.NoError(t, c.FairLock(name).Unlock(rlock.WithOwner(ctx, 2)))
+}
+
+// TestFairLockLeaseTimeoutChain is Redisson's testLeaseTimeout: a holder
+// and eight queued waiters, each taking the lock with a short lease and
+// never unlocking; every hold ends by its lease alone, and the waiters get
+// the lock one after another in the order they queued.
+func TestFairLockLeaseTimeoutChain(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := e.client(rlock.WithFairLockWaitTimeout(20 * time.Second))
+	name := "fair-lease-chain"
+	l := c.FairLock(name)
+	const lease = 200 * time.Millisecond
+	require.NoError(t, l.LockLease(rlock.WithOwner(ctx, 1), lease))
+	const n = 8
+	order := make(chan int, n)
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			ok, err := l.TryLock(rlock.WithOwner(ctx, int64(10+i)), 30*time.Second, lease)
+			if err == nil && !ok {
+				err = fmt.Errorf("waiter %d: not acquired", i)
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+			order <- i
+		}()
+		waitQueued(t, e, name, i+1) // queued in this order
+	}
+	start := time.Now()
+	for want := range n {
+		select {
+		case got := <-order:
+			assert.Equal(t, want, got, "served out of queue order")
+		case err := <-errs:
+			t.Fatal(err)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("waiter %d never got the lock", want)
+		}
+	}
+	// Each hold lasted its lease: the chain took about n leases.
+	assert.Greater(t, time.Since(start), (n-1)*lease-lease/2)
+	q, _ := fairQueue(t, e, name)
+	assert.Empty(t, q)
 }

@@ -23,6 +23,10 @@ import (
 // that; the resource's check is what makes it safe.
 //
 // The token key never expires; ForceUnlock and Unlock leave it.
+//
+// Not fair, as Lock: an unlock wakes one waiter, which may lose to an
+// owner that arrives meanwhile (TestRedissonFamily/*/FencedTokens,
+// TestFaultMatrix/fenced).
 type FencedLock struct{ base }
 
 // FencedLock returns the fenced lock called name (Redisson's

@@ -7,6 +7,10 @@ package rlock
 // for its NON_REENTRANT_REACQUIRE reply), and the count stays 1, so one
 // Unlock frees it. A plain Lock on the same name and owner shares the hold:
 // it re-enters, and the non-reentrant lock's attempt then fails.
+//
+// Not fair, as Lock: an unlock wakes one waiter, which may lose to an
+// owner that arrives meanwhile (TestRedissonFamily/*/NonReentrant,
+// TestFaultMatrix/nonreentrant).
 type NonReentrantLock struct{ base }
 
 // NonReentrantLock returns the non-reentrant lock called name. It is cheap

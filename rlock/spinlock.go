@@ -20,6 +20,11 @@ import (
 // unlock: it tries again when the holder's TTL runs out (at most the
 // watchdog timeout later). A SpinLock waiter notices a plain lock's unlock
 // at its next attempt.
+//
+// Not fair: no queue; whichever waiter's attempt comes first after the
+// unlock gets the lock, so a waiter that has backed off longest may be
+// passed by a newer one (TestRedissonFamily/*/SpinLock,
+// TestFaultMatrix/spin).
 type SpinLock struct{ base }
 
 // SpinOption configures a SpinLock.
