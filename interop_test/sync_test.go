@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,7 @@ func TestRedissonSync(t *testing.T) {
 			t.Run("PsemCrossRelease", f.testPsemCrossRelease)
 			t.Run("PsemExpiry", f.testPsemExpiry)
 			t.Run("PsemUpdateLease", f.testPsemUpdateLease)
+			t.Run("PsemMultiPermit", f.testPsemMultiPermit)
 			t.Run("LatchRelease", f.testLatchRelease)
 		})
 	}
@@ -60,6 +62,10 @@ type syncer interface {
 	// psemAcquireAsync: lease < 0: never expires; the id in call.val.
 	psemAcquireAsync(ctx context.Context, thread int, name string, lease time.Duration) *call
 	psemRelease(ctx context.Context, name, id string) error
+	// Multi-permit (Redisson 3.23.4+): lease < 0 never expires.
+	psemAcquireN(ctx context.Context, thread int, name string, n int, lease time.Duration) ([]string, error)
+	psemReleaseN(ctx context.Context, name string, ids []string) error
+	psemTryReleaseN(ctx context.Context, name string, ids []string) (int, error)
 	psemTryRelease(ctx context.Context, name, id string) (bool, error)
 	psemUpdate(ctx context.Context, name, id string, lease time.Duration) (bool, error)
 
@@ -202,6 +208,53 @@ func (f *fixture) testPsemCrossRelease(t *testing.T) {
 		err := a.psemRelease(ctx, name, id)
 		assert.True(t, isNoPermit(err), "%s released a released id: %v", a, err)
 		assert.False(t, want(t).B(b.psemTryRelease(ctx, name, id)))
+	})
+}
+
+// testPsemMultiPermit (Redisson 3.23.4+'s acquire(n) and release(ids)):
+// three permits taken at once on one side are three ids the other side
+// sees held; a release of two of them by the other side wakes a waiter of
+// the first promptly (the message carries the number released), and a
+// tryRelease of ids one of which is gone frees none of them (Redisson
+// 3.41+; before, the ones still held).
+func (f *fixture) testPsemMultiPermit(t *testing.T) {
+	f.syncPairs(t, func(t *testing.T, a, b syncer, name string) {
+		ctx := scenarioCtx(t)
+		ch := rlock.SemaphoreChannelName(name)
+		require.True(t, want(t).B(a.psemTrySet(ctx, name, 3)))
+		ids, err := a.psemAcquireN(ctx, 1, name, 3, -1)
+		require.NoError(t, err)
+		require.Len(t, ids, 3)
+		seen := map[string]bool{}
+		for _, id := range ids {
+			require.Regexp(t, `^[0-9a-f]{32}$`, id)
+			seen[id] = true
+		}
+		require.Len(t, seen, 3, "three distinct ids")
+		assert.Equal(t, 0, want(t).I(b.psemAvail(ctx, name)))
+		before := a.waiters(t, ch)
+		w := a.psemAcquireAsync(ctx, 2, name, -1)
+		a.waitParked(t, 2, ch, before)
+		start := time.Now()
+		require.NoError(t, b.psemReleaseN(ctx, name, ids[:2]))
+		w.wait(t, promptly)
+		require.NoError(t, w.err)
+		measure(t, suiteSync, f.version, "releaseN of 2 ("+b.String()+") -> waiter ("+a.String()+")", w.at.Sub(start))
+		assert.Less(t, w.at.Sub(start), wokenBy, "not woken by the multi-id release's message")
+		assert.Equal(t, 1, want(t).I(b.psemAvail(ctx, name)), "two released, one taken by the waiter")
+		// ids[0] is released already. Redisson 3.41+ (and this library)
+		// then release none of the list; before 3.41 Redisson releases
+		// the ones still held.
+		n, err := b.psemTryReleaseN(ctx, name, []string{ids[0], ids[2], w.val})
+		require.NoError(t, err)
+		if _, java := b.(*javaSyncer); java && !atLeast(f.version, "3.41.0") {
+			assert.Equal(t, 2, n, "Redisson %s releases the ids still held", f.version)
+		} else {
+			assert.Equal(t, 0, n, "a list with an id no longer held releases none")
+			assert.Equal(t, 1, want(t).I(a.psemAvail(ctx, name)))
+			require.NoError(t, b.psemReleaseN(ctx, name, []string{ids[2], w.val}))
+		}
+		assert.Equal(t, 3, want(t).I(a.psemAvail(ctx, name)))
 	})
 }
 
@@ -386,6 +439,15 @@ func (g *goSyncer) psemAcquireAsync(ctx context.Context, _ int, name string, lea
 	}()
 	return c
 }
+func (g *goSyncer) psemAcquireN(ctx context.Context, _ int, name string, n int, lease time.Duration) ([]string, error) {
+	return g.c.PermitExpirableSemaphore(name).AcquireN(ctx, n, lease)
+}
+func (g *goSyncer) psemReleaseN(ctx context.Context, name string, ids []string) error {
+	return g.c.PermitExpirableSemaphore(name).ReleaseN(ctx, ids)
+}
+func (g *goSyncer) psemTryReleaseN(ctx context.Context, name string, ids []string) (int, error) {
+	return g.c.PermitExpirableSemaphore(name).TryReleaseN(ctx, ids)
+}
 func (g *goSyncer) psemRelease(ctx context.Context, name, id string) error {
 	return g.c.PermitExpirableSemaphore(name).Release(ctx, id)
 }
@@ -508,6 +570,23 @@ func (s *javaSyncer) psemAcquireAsync(_ context.Context, th int, name string, le
 		l = -1
 	}
 	return javaAsync(s.j.Send("psemacquire", sthread(th), name, l))
+}
+func (s *javaSyncer) psemAcquireN(ctx context.Context, th int, name string, n int, lease time.Duration) ([]string, error) {
+	l := lease.Milliseconds()
+	if lease < 0 {
+		l = -1
+	}
+	v, err := s.j.Do(ctx, "psemacquiren", sthread(th), name, n, l)
+	if err != nil {
+		return nil, err
+	}
+	return strings.Split(v, ","), nil
+}
+func (s *javaSyncer) psemReleaseN(ctx context.Context, name string, ids []string) error {
+	return s.none(ctx, "psemreleasen", name, strings.Join(ids, ","))
+}
+func (s *javaSyncer) psemTryReleaseN(ctx context.Context, name string, ids []string) (int, error) {
+	return s.i(ctx, "psemtryreleasen", name, strings.Join(ids, ","))
 }
 func (s *javaSyncer) psemRelease(ctx context.Context, name, id string) error {
 	return s.none(ctx, "psemrelease", name, id)

@@ -315,6 +315,7 @@ public final class Driver {
             case "semacquire":
             case "semtryacquire":
             case "psemacquire":
+            case "psemacquiren":
             case "psemtryacquire":
             case "latchawait":
                 worker(a).submit(id, () -> exec(cmd, a));
@@ -449,6 +450,20 @@ public final class Driver {
                 String pid = waitMs < 0 ? s.tryAcquire() : s.tryAcquire(waitMs, parseLong(a[3]), TimeUnit.MILLISECONDS);
                 return String.valueOf(pid);
             }
+            case "psemacquiren": {
+                need(a, 4, "psemacquiren T name n leaseMs");
+                long leaseMs = parseLong(a[3]);
+                int n = Integer.parseInt(a[2]);
+                org.redisson.api.RPermitExpirableSemaphore s = client.getPermitExpirableSemaphore(a[1]);
+                return String.join(",", leaseMs < 0 ? s.acquire(n) : s.acquire(n, leaseMs, TimeUnit.MILLISECONDS));
+            }
+            case "psemreleasen":
+                need(a, 2, "psemreleasen name id,id,...");
+                client.getPermitExpirableSemaphore(a[0]).release(java.util.Arrays.asList(a[1].split(",")));
+                return null;
+            case "psemtryreleasen":
+                need(a, 2, "psemtryreleasen name id,id,...");
+                return Integer.toString(client.getPermitExpirableSemaphore(a[0]).tryRelease(java.util.Arrays.asList(a[1].split(","))));
             case "psemrelease":
                 need(a, 2, "psemrelease name id");
                 client.getPermitExpirableSemaphore(a[0]).release(a[1]);
