@@ -616,7 +616,12 @@ func TestFairLockLeaseTimeoutChain(t *testing.T) {
 	name := "fair-lease-chain"
 	l := c.FairLock(name)
 	const lease = 200 * time.Millisecond
-	require.NoError(t, l.LockLease(rlock.WithOwner(ctx, 1), lease))
+	// The first hold's lease is longer, so that it cannot end while the
+	// waiters queue (the queue would never reach n); the waiters' leases
+	// then make the chain. A queued waiter sleeps for the time its acquire
+	// reply gives (from the current hold's TTL): no unlock message comes,
+	// as in Redisson's testLeaseTimeout.
+	require.NoError(t, l.LockLease(rlock.WithOwner(ctx, 1), time.Second))
 	const n = 8
 	order := make(chan int, n)
 	errs := make(chan error, n)

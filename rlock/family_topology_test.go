@@ -103,6 +103,12 @@ func TestClusterFamily(t *testing.T) {
 					_, err := la[kind].TryLock(ctx, 0, 0)
 					assert.ErrorIs(t, err, rlock.ErrAlreadyHeld, "%s %s", kind, n)
 				}
+				if kind != "spin" {
+					// Parked after a failed attempt: only the unlock's
+					// sharded message gets it in within 10 s (the hold's
+					// TTL is the watchdog's 30 s).
+					require.Eventually(t, func() bool { return b.Stats().Parked == 1 }, 10*time.Second, time.Millisecond, "%s %s", kind, n)
+				}
 				require.NoError(t, la[kind].Unlock(ctx), "%s %s", kind, n)
 				require.NoError(t, <-got, "%s %s", kind, n)
 				require.NoError(t, lb[kind].Unlock(bctx), "%s %s", kind, n)

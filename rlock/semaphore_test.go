@@ -509,6 +509,10 @@ func TestCountDownLatch(t *testing.T) {
 			}()
 		}
 		waitForSubscribers(t, e, "redisson_countdownlatch__channel__{"+name+"}", 2)
+		// Every awaiter parked after reading a count above zero: a release
+		// at count 1 would show, and the release at 0 is by message.
+		require.Eventually(t, func() bool { return clients[0].Stats().Parked+clients[1].Stats().Parked == n },
+			10*time.Second, time.Millisecond, "not every awaiter parked")
 		require.NoError(t, l.CountDown(ctx))
 		n1, err := l.Count(ctx)
 		require.NoError(t, err)
