@@ -296,7 +296,17 @@ type limitC struct {
 
 type limitSub struct {
 	ready chan struct{}
-	wake  chan struct{} // capacity 1: one message wakes one waiter
+	wake  chan struct{} // capacity 1: one message wakes one waiter (the plain lock)
+
+	mu  sync.Mutex
+	all chan struct{} // closed and replaced by every message: wakes every waiter (the read-write lock)
+}
+
+// allChan returns the channel the next message closes.
+func (s *limitSub) allChan() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.all
 }
 
 func newLimit(cfg Config) (Contender, error) {
@@ -353,11 +363,11 @@ func (c *limitC) Close() {
 
 // sub returns the wake channel of a lock channel, subscribing once (the
 // subscription is kept until Close).
-func (c *limitC) sub(ctx context.Context, channel string) (chan struct{}, error) {
+func (c *limitC) sub(ctx context.Context, channel string) (*limitSub, error) {
 	c.mu.Lock()
 	s := c.subs[channel]
 	if s == nil {
-		s = &limitSub{ready: make(chan struct{}), wake: make(chan struct{}, 1)}
+		s = &limitSub{ready: make(chan struct{}), wake: make(chan struct{}, 1), all: make(chan struct{})}
 		c.subs[channel] = s
 		c.wg.Add(1)
 		go func() {
@@ -372,6 +382,10 @@ func (c *limitC) sub(ctx context.Context, channel string) (chan struct{}, error)
 					case s.wake <- struct{}{}:
 					default:
 					}
+					s.mu.Lock()
+					close(s.all)
+					s.all = make(chan struct{})
+					s.mu.Unlock()
 				})
 			}
 		}()
@@ -379,7 +393,7 @@ func (c *limitC) sub(ctx context.Context, channel string) (chan struct{}, error)
 	c.mu.Unlock()
 	select {
 	case <-s.ready:
-		return s.wake, nil
+		return s, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -389,6 +403,7 @@ type limitM struct {
 	c        *limitC
 	acq, unl *scripts.Script // nil: the plain lock's
 	channel  string
+	all      bool // a message wakes every waiter (the read-write lock's channel), not one
 	keys     []string
 	acqArgs  []string
 	ukeys    []string
@@ -398,7 +413,9 @@ type limitM struct {
 
 // NewRW returns the bare read and write locks of the read-write lock
 // name (S5): the scripts sent straight through rueidis, waiting on the
-// lock's channel like the plain limit lock, one attempt per wake-up.
+// lock's channel, one attempt per wake-up; a message wakes every waiter
+// (a write unlock lets all readers in, as the library's wake policy for
+// this channel), where the plain lock's wakes one.
 func (c *limitC) NewRW(name string, owner int64) (read, write Mutex) {
 	if owner == 0 {
 		owner = int64(nextOwner())
@@ -407,10 +424,10 @@ func (c *limitC) NewRW(name string, owner int64) (read, write Mutex) {
 	ch := rlock.RWLockChannelName(name)
 	fence := "goredisson_fence:{" + name + "}:bench" + strconv.FormatInt(owner, 16)
 	prefix := "{" + name + "}:" + field + ":rwlock_timeout"
-	read = &limitM{c: c, acq: scripts.ReadAcquire, unl: scripts.ReadUnlock, channel: ch,
+	read = &limitM{c: c, acq: scripts.ReadAcquire, unl: scripts.ReadUnlock, channel: ch, all: true,
 		keys: []string{name, prefix, fence}, acqArgs: []string{leaseMs, field, field + ":write", "0", "60000"},
 		ukeys: []string{name, ch, prefix, "{" + name + "}", fence}, uargs: []string{field, "PUBLISH", "1", "60000"}}
-	write = &limitM{c: c, acq: scripts.WriteAcquire, unl: scripts.WriteUnlock, channel: ch,
+	write = &limitM{c: c, acq: scripts.WriteAcquire, unl: scripts.WriteUnlock, channel: ch, all: true,
 		keys: []string{name, fence}, acqArgs: []string{leaseMs, field + ":write", "0", "60000"},
 		ukeys: []string{name, ch, fence}, uargs: []string{"1", leaseMs, field + ":write", "PUBLISH", "1", "60000"}}
 	return read, write
@@ -435,11 +452,15 @@ func (m *limitM) Lock(ctx context.Context) error {
 	if _, ok, err := m.try(ctx); ok || err != nil {
 		return err
 	}
-	wake, err := m.c.sub(ctx, m.channel)
+	s, err := m.c.sub(ctx, m.channel)
 	if err != nil {
 		return err
 	}
 	for {
+		wake := s.wake
+		if m.all {
+			wake = s.allChan() // taken before the attempt: a message after it is not missed
+		}
 		ttl, ok, err := m.try(ctx)
 		if ok || err != nil {
 			return err

@@ -674,8 +674,11 @@ func S5(c Contender, name string, readers int, warm, dur time.Duration) Result {
 	// unlock before it, over grants for which the writer waited through
 	// at least one read unlock (negative, when that unlock's goroutine
 	// ran late: counted as 0).
+	// Times are monotonic: nanoseconds since base.
+	base := time.Now()
 	var lastReadUnlock atomic.Int64
 	var hh Hist
+	var late atomic.Int64 // hand-offs measured negative
 	errs := make(chan error, readers+1)
 	var wg sync.WaitGroup
 	for range readers {
@@ -692,7 +695,7 @@ func S5(c Contender, name string, readers int, warm, dur time.Duration) Result {
 					errs <- fmt.Errorf("read unlock: %w", err)
 					return
 				}
-				lastReadUnlock.Store(time.Now().UnixNano())
+				lastReadUnlock.Store(int64(time.Since(base)))
 				if phase.Load() == 1 {
 					readPairs.Add(1)
 				}
@@ -719,8 +722,12 @@ func S5(c Contender, name string, readers int, warm, dur time.Duration) Result {
 			}
 			if phase.Load() == 1 {
 				wh.Add(waited)
-				if lu > t.UnixNano() {
-					hh.Add(max(granted.Sub(time.Unix(0, lu)), 0))
+				if lu > int64(t.Sub(base)) {
+					d := granted.Sub(base) - time.Duration(lu)
+					if d < 0 {
+						late.Add(1)
+					}
+					hh.Add(max(d, 0))
 				}
 			}
 			time.Sleep(WriterPause)
@@ -748,5 +755,5 @@ func S5(c Contender, name string, readers int, warm, dur time.Duration) Result {
 	return Result{OK: true, Ops: n, Seconds: elapsed.Seconds(), Rate: float64(n) / elapsed.Seconds(),
 		P50us: us(wh.Quantile(0.5)), P99us: us(wh.Quantile(0.99)),
 		Ext: map[string]float64{"read_pairs_per_s": float64(readPairs.Load()) / elapsed.Seconds(),
-			"handoff_p50_us": us(hh.Quantile(0.5)), "handoff_p99_us": us(hh.Quantile(0.99)), "handoffs": float64(hh.Count())}}
+			"handoff_p50_us": us(hh.Quantile(0.5)), "handoff_p99_us": us(hh.Quantile(0.99)), "handoffs": float64(hh.Count()), "handoffs_late": float64(late.Load())}}
 }

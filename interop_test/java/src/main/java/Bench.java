@@ -341,6 +341,7 @@ public final class Bench {
         // of the last read unlock before it (negative counted as 0).
         AtomicLong lastReadUnlock = new AtomicLong(Long.MIN_VALUE);
         Hist hh = new Hist();
+        AtomicLong late = new AtomicLong(); // hand-offs measured negative
         List<Thread> ts = new ArrayList<>();
         for (int i = 0; i <= readers; i++) {
             boolean writer = i == readers;
@@ -362,6 +363,9 @@ public final class Bench {
                                 synchronized (wh) {
                                     wh.add(waited);
                                     if (lu != Long.MIN_VALUE && lu - t0 > 0) {
+                                        if (granted - lu < 0) {
+                                            late.incrementAndGet();
+                                        }
                                         hh.add(Math.max(granted - lu, 0));
                                     }
                                 }
@@ -397,7 +401,7 @@ public final class Bench {
                 + ",\"p50_us\":" + wh.quantile(0.5) / 1e3 + ",\"p99_us\":" + wh.quantile(0.99) / 1e3
                 + ",\"ext\":{\"read_pairs_per_s\":" + (readPairs.get() / secs)
                 + ",\"handoff_p50_us\":" + hh.quantile(0.5) / 1e3 + ",\"handoff_p99_us\":" + hh.quantile(0.99) / 1e3
-                + ",\"handoffs\":" + hh.n + "}}";
+                + ",\"handoffs\":" + hh.n + ",\"handoffs_late\":" + late.get() + "}}";
     }
 
     // ---- S2 ----
