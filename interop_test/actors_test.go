@@ -78,7 +78,11 @@ func (s *goSide) java() bool     { return false }
 func (s *goSide) actor(n int) actor {
 	return &goActor{c: s.c, id: s.base + int64(n)}
 }
-func (s *goSide) waiters(t *testing.T, _ string) int64 { return int64(s.c.Stats().Waiters) }
+
+// waiters counts the Go waiters parked after a failed attempt (not merely
+// subscribed): a wake test must not unlock before its waiter can only get
+// in by a message.
+func (s *goSide) waiters(t *testing.T, _ string) int64 { return int64(s.c.Stats().Parked) }
 
 type goActor struct {
 	c  *rlock.Client

@@ -160,7 +160,14 @@ func (f *fixture) testLastReadUnlockWakesWriter(t *testing.T) {
 		waiter := w.lockAsync(ctx, kindWrite, name)
 		waitNewWaiter(t, b, ch, before)
 		watch := f.watch(t, ch)
+		var published int64
+		if f.srv != nil {
+			published = publishCount(t, f)
+		}
 		require.NoError(t, r1.unlock(ctx, kindRead, name))
+		if f.srv != nil { // commandstats of the one server (a cluster: the timestamp below)
+			assert.Equal(t, published, publishCount(t, f), "the first read unlock published")
+		}
 		require.False(t, waiter.finished(), "the writer got in while a reader held")
 		start := time.Now()
 		require.NoError(t, r2.unlock(ctx, kindRead, name))

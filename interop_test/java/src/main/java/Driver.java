@@ -148,6 +148,10 @@ public final class Driver {
         long watchdogMs = Long.parseLong(args[1]);
         String mode = args[2];
         String namePrefix = args.length == 4 ? args[3].substring("prefix=".length()) : "";
+        if (!namePrefix.isEmpty() && !mode.equals("single")) {
+            System.err.println("prefix= is supported in single mode only, got mode " + mode);
+            System.exit(2);
+        }
 
         Config config = new Config();
         if (watchdogMs > 0) {
@@ -184,7 +188,7 @@ public final class Driver {
                 if (watchdogMs > 0) {
                     c.setLockWatchdogTimeout(watchdogMs);
                 }
-                c.useSingleServer().setAddress(url(addrs[i]));
+                quickRetries(c.useSingleServer().setAddress(url(addrs[i])));
                 try {
                     others.add(Redisson.create(c));
                 } catch (Throwable t) {
@@ -192,7 +196,7 @@ public final class Driver {
                     System.exit(1);
                 }
             }
-            config.useSingleServer().setAddress(url(addrs[0]));
+            quickRetries(config.useSingleServer().setAddress(url(addrs[0])));
         }
         try {
             client = Redisson.create(config);
@@ -221,6 +225,19 @@ public final class Driver {
         }
         shutdown();
         System.exit(0);
+    }
+
+    /**
+     * Masters mode (RedLock and MultiLock over independent masters, one of
+     * them stopped in some scenarios): a call to a stopped master fails
+     * after one retry 300 ms later, not Redisson's default three retries
+     * 1.5 s apart, so that each RedLock call with a master down takes well
+     * under a second instead of several (the outcomes are the same: the
+     * member is not acquired). The timeouts stay Redisson's defaults.
+     */
+    private static void quickRetries(org.redisson.config.SingleServerConfig sc) {
+        sc.setRetryAttempts(1);
+        sc.setRetryInterval(300);
     }
 
     /**
