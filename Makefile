@@ -83,7 +83,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNames$$' -fuzztime $(FUZZ_NAMES_EXECS) ./rlock/
 	$(GO) test -run '^$$' -fuzz '^FuzzLockAPI$$' -fuzztime $(FUZZ_API_EXECS) ./rlock/
 
-# A longer stress run than the 30 s one in make test.
+# A longer stress run than the 20 s ones in make test.
 STRESS_DURATION ?= 5m
 stress: deps-redis
 	$(GO) run ./stress --duration $(STRESS_DURATION) --procs 4 --goroutines 4 --names 4 --kill-every 3s

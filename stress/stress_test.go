@@ -57,12 +57,12 @@ func runContention(t *testing.T, set func(*Config)) *Report {
 }
 
 // Three worker processes of four goroutines contend for four locks for
-// about 30s while a random worker is SIGKILLed (and replaced) every ~2.5s:
+// about 20s while a random worker is SIGKILLed (and replaced) every ~2.5s:
 // no two critical sections on a name overlap, except after a killed
 // holder's lease ran out.
 func TestStress(t *testing.T) {
 	rep := runContention(t, func(cfg *Config) {
-		cfg.Duration, cfg.KillEvery = 28*time.Second, 2500*time.Millisecond
+		cfg.Duration, cfg.KillEvery = 20*time.Second, 2500*time.Millisecond
 	})
 	assert.Zero(t, rep.Violations, "mutual exclusion violated")
 	assert.True(t, rep.OK(), "the run failed")
@@ -83,7 +83,7 @@ func TestStress(t *testing.T) {
 // TRYAGAIN, LOADING) on top of the kills: still no violation, no error.
 func TestStressWithFaults(t *testing.T) {
 	rep := runContention(t, func(cfg *Config) {
-		cfg.Duration, cfg.KillEvery, cfg.Faults = 20*time.Second, 3*time.Second, 0.05
+		cfg.Duration, cfg.KillEvery, cfg.Faults = 15*time.Second, 3*time.Second, 0.05
 	})
 	assert.Zero(t, rep.Violations, "mutual exclusion violated")
 	assert.True(t, rep.OK(), "the run failed")
@@ -100,7 +100,7 @@ func TestStressWithFaults(t *testing.T) {
 // overlaps anyone.
 func TestStressReadWrite(t *testing.T) {
 	rep := runContention(t, func(cfg *Config) {
-		cfg.Duration, cfg.KillEvery, cfg.Faults, cfg.RW = 20*time.Second, 3*time.Second, 0.03, true
+		cfg.Duration, cfg.KillEvery, cfg.Faults, cfg.RW = 15*time.Second, 3*time.Second, 0.03, true
 	})
 	assert.Zero(t, rep.Violations, "a writer overlapped another section")
 	assert.True(t, rep.OK(), "the run failed")
@@ -278,7 +278,7 @@ func (b *syncBuffer) String() string {
 func TestStressFair(t *testing.T) {
 	t.Run("FIFO", func(t *testing.T) {
 		rep := runContention(t, func(cfg *Config) {
-			cfg.Duration, cfg.KillEvery, cfg.Fair, cfg.FairWait = 15*time.Second, 0, true, time.Minute
+			cfg.Duration, cfg.KillEvery, cfg.Fair, cfg.FairWait = 10*time.Second, 0, true, time.Minute
 			cfg.Names, cfg.Goroutines, cfg.MaxHold = 1, 6, 30*time.Millisecond // one line of 18
 		})
 		assert.Zero(t, rep.Violations, "two holders overlapped")
@@ -289,7 +289,7 @@ func TestStressFair(t *testing.T) {
 	})
 	t.Run("kills", func(t *testing.T) {
 		rep := runContention(t, func(cfg *Config) {
-			cfg.Duration, cfg.KillEvery, cfg.Fair, cfg.FairWait = 15*time.Second, 4*time.Second, true, 2*time.Second
+			cfg.Duration, cfg.KillEvery, cfg.Fair, cfg.FairWait = 12*time.Second, 4*time.Second, true, 2*time.Second
 			cfg.Goroutines = 6
 		})
 		assert.Zero(t, rep.Violations, "two holders overlapped")
@@ -379,7 +379,7 @@ func TestStressSemaphore(t *testing.T) {
 	for _, expirable := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "expirable"}[expirable], func(t *testing.T) {
 			rep := runContention(t, func(cfg *Config) {
-				cfg.Duration, cfg.KillEvery, cfg.Semaphore, cfg.Expirable = 12*time.Second, 2*time.Second, 3, expirable
+				cfg.Duration, cfg.KillEvery, cfg.Semaphore, cfg.Expirable = 10*time.Second, 2*time.Second, 3, expirable
 				cfg.Names, cfg.Lease = 2, time.Second
 			})
 			assert.Zero(t, rep.Violations, "more holders than permits")
@@ -429,7 +429,7 @@ func TestCheckPermitExpiry(t *testing.T) {
 // two holders overlap, except after a killed holder's lease ran out.
 func TestStressRedLock(t *testing.T) {
 	rep := runContention(t, func(cfg *Config) {
-		cfg.Duration, cfg.KillEvery, cfg.RedLock, cfg.RestartEvery = 15*time.Second, 3*time.Second, 3, 3*time.Second
+		cfg.Duration, cfg.KillEvery, cfg.RedLock, cfg.RestartEvery = 12*time.Second, 3*time.Second, 3, 3*time.Second
 		cfg.Names, cfg.Lease, cfg.Watchdog = 2, time.Second, time.Second
 	})
 	assert.Zero(t, rep.Violations, "two RedLock holders overlapped")
