@@ -79,6 +79,24 @@ func TestClusterFamily(t *testing.T) {
 	t.Run("every kind contended across two clients", func(t *testing.T) {
 		a := topoClient(t, clusterRC(t, cl))
 		b := topoClient(t, clusterRC(t, cl))
+		raw := clusterRC(t, cl)
+		// evals is the number of script calls the cluster's nodes ran.
+		evals := func() int64 {
+			var n int64
+			for _, node := range raw.Nodes() {
+				info, err := node.Do(ctx, node.B().Info().Section("commandstats").Build()).ToString()
+				require.NoError(t, err)
+				for _, line := range strings.Split(info, "\n") {
+					for _, p := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+						if rest, ok := strings.CutPrefix(strings.TrimSpace(line), p); ok {
+							v, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+							n += v
+						}
+					}
+				}
+			}
+			return n
+		}
 		for _, n := range []string{"contend-1", "contend-22", "{user42}:contend"} {
 			la, lb := familyLockers(a, n), familyLockers(b, n)
 			for kind := range la {
@@ -91,6 +109,7 @@ func TestClusterFamily(t *testing.T) {
 				require.False(t, ok, "%s %s: a second holder", kind, n)
 				got := make(chan error, 1)
 				bctx := rlock.WithOwner(ctx, 7) // the waiter's goroutine and this one
+				before := evals()
 				go func() {
 					ok, err := lb[kind].TryLock(bctx, 10*time.Second, 0)
 					if err == nil && !ok {
@@ -108,6 +127,9 @@ func TestClusterFamily(t *testing.T) {
 					// sharded message gets it in within 10 s (the hold's
 					// TTL is the watchdog's 30 s).
 					require.Eventually(t, func() bool { return b.Stats().Parked == 1 }, 10*time.Second, time.Millisecond, "%s %s", kind, n)
+				} else {
+					// Spinning: its first attempt and a retry failed.
+					require.Eventually(t, func() bool { return evals()-before >= 2 }, 10*time.Second, time.Millisecond, "%s %s", kind, n)
 				}
 				require.NoError(t, la[kind].Unlock(ctx), "%s %s", kind, n)
 				require.NoError(t, <-got, "%s %s", kind, n)

@@ -260,9 +260,11 @@ while true do
 end`).Numkeys(0).Build()).Error()
 	}()
 	// The script has started: the master stops answering (the probe's
-	// connection was made before it).
+	// connection was made before it). 300 ms unanswered: longer than a
+	// loaded machine delays a PING, and detected with at least 500 ms of
+	// the script left, past the 150 ms lease below.
 	require.Eventually(t, func() bool {
-		pctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
 		_, err := m.srv[2].Do(pctx, "PING")
 		return errors.Is(err, context.DeadlineExceeded)
@@ -714,8 +716,9 @@ func TestRedLockHeldAcrossMasterLoss(t *testing.T) {
 // members are reached at once, so that acquiring N members costs about one
 // round trip, not N. Every master's link is made slow (each acquire and
 // unlock reaches Redis 40 ms late, well within the 100 ms a RedLock gives
-// a member's attempt, so that a loaded machine does not push a member past
-// it): three members in turn would take 120 ms; at once, about 40.
+// a member's attempt): all three calls must reach their links before the
+// first one's delay ends (members in turn would arrive 40 ms apart), which
+// no scheduling delay of a loaded machine can fake or break.
 func TestGroupMembersReachedConcurrently(t *testing.T) {
 	const delay = 40 * time.Millisecond
 	ctx := context.Background()
@@ -758,8 +761,30 @@ func TestGroupMembersReachedConcurrently(t *testing.T) {
 		{"MultiLock", rlock.NewMultiLock(members("concurrent-multi")...)},
 		{"RedLock", rlock.NewRedLock(members("concurrent-red")...)},
 	} {
+		var mu sync.Mutex
+		var arrivals []time.Time
+		arrived := func() {
+			mu.Lock()
+			defer mu.Unlock()
+			arrivals = append(arrivals, time.Now())
+		}
+		// spread is how far apart the calls since the last look reached
+		// their links.
+		spread := func() time.Duration {
+			mu.Lock()
+			defer mu.Unlock()
+			defer func() { arrivals = nil }()
+			if len(arrivals) != len(faulties) {
+				return time.Hour
+			}
+			lo, hi := arrivals[0], arrivals[0]
+			for _, a := range arrivals {
+				lo, hi = minTime(lo, a), maxTime(hi, a)
+			}
+			return hi.Sub(lo)
+		}
 		for _, f := range faulties {
-			f.Inject(redistest.Rule{Match: slow, Fault: redistest.Slow, Delay: delay, Times: 2}) // the acquire and the unlock
+			f.Inject(redistest.Rule{Match: slow, Fault: redistest.Slow, Delay: delay, Times: 2, Arrived: arrived}) // the acquire and the unlock
 		}
 		start := time.Now()
 		ok, err := g.group.TryLock(ctx, 0, 0)
@@ -767,19 +792,36 @@ func TestGroupMembersReachedConcurrently(t *testing.T) {
 		require.NoError(t, err, g.kind)
 		require.True(t, ok, "%s: not taken after %v", g.kind, took)
 		assert.GreaterOrEqual(t, took, delay, "%s: the slow link was not in the way", g.kind)
-		assert.Less(t, took, 2*delay, "%s: its 3 members were taken one after another (%v)", g.kind, took)
+		d := spread()
+		assert.Less(t, d, delay, "%s: its 3 members were taken one after another (arrivals %v apart)", g.kind, d)
 		start = time.Now()
 		require.NoError(t, g.group.Unlock(ctx), g.kind)
 		took = time.Since(start)
+		d = spread()
 		if g.kind == "MultiLock" {
 			// Redisson 4.x unlocks a MultiLock's members in order,
 			// stopping at the first error: one after another.
 			assert.GreaterOrEqual(t, took, 3*delay, "MultiLock: unlocked in order")
+			assert.GreaterOrEqual(t, d, 2*delay, "MultiLock: unlocked in order")
 		} else {
-			assert.Less(t, took, 2*delay, "RedLock: its members were unlocked one after another (%v)", took)
+			assert.Less(t, d, delay, "RedLock: its members were unlocked one after another (arrivals %v apart)", d)
 		}
 		for i, f := range faulties {
 			assert.Zero(t, f.Pending(), "%s: master %d's link was not slow", g.kind, i)
 		}
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -289,7 +289,7 @@ func TestStressFair(t *testing.T) {
 	})
 	t.Run("kills", func(t *testing.T) {
 		rep := runContention(t, func(cfg *Config) {
-			cfg.Duration, cfg.KillEvery, cfg.Fair, cfg.FairWait = 12*time.Second, 4*time.Second, true, 2*time.Second
+			cfg.Duration, cfg.KillEvery, cfg.Fair, cfg.FairWait = 15*time.Second, 4*time.Second, true, 2*time.Second
 			cfg.Goroutines = 6
 		})
 		assert.Zero(t, rep.Violations, "two holders overlapped")

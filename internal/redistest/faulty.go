@@ -71,6 +71,9 @@ type Rule struct {
 	// Kill, for Kill, kills the connections (for example CLIENT KILL ID
 	// of the client's connections, found by their name).
 	Kill func()
+	// Arrived, for Slow, runs when the call reaches the slow link, before
+	// its delay (to tell calls sent together from calls sent in turn).
+	Arrived func()
 
 	hits int
 }
@@ -262,6 +265,9 @@ func (f *Faulty) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueid
 	case Refuse:
 		return fail(r.Err)
 	case Slow:
+		if r.Arrived != nil {
+			r.Arrived()
+		}
 		t := time.NewTimer(r.Delay)
 		defer t.Stop()
 		select {
