@@ -728,12 +728,12 @@ func (r *runner) writeFamily(w func(string, ...any)) {
 	}
 	w("\n")
 	w("\nS5, the writer hand-off under %d readers: %d goroutines (threads) each take and release the read lock of one name and pause %v; one writer takes and releases its write lock and pauses %v. The hand-off is the writer's grant (its Lock return) minus the return of the last read unlock before it, over the grants for which the writer waited through at least one read unlock (a negative one, when the reader's goroutine ran late, counts as 0); the writer's wait is its whole Lock call. The bare scripts (the limit) wait on the same channel with one attempt per message and no bookkeeping. No lock of the family is fair (Redisson's neither): the writer gets in when the readers leave a gap, woken by the last reader's unlock message.\n\n", 16, 16, bench.ReaderPause, bench.WriterPause)
-	w("| contender | hand-off p50 | hand-off p99 | hand-offs measured | write grants/s | writer wait p50 | writer wait p99 | read pairs/s |\n|---|---|---|---|---|---|---|---|\n")
+	w("| contender | hand-off p50 | hand-off p99 | hand-offs measured | of them negative (counted as 0) | write grants/s | writer wait p50 | writer wait p99 | read pairs/s |\n|---|---|---|---|---|---|---|---|---|\n")
 	handoff := ext("handoff_p50_us")
 	for _, c := range rlockAnd(o, "limit", "redisson") {
 		k := key("s5", 16, c)
-		w("| %s | %s | %s | %s | %s | %s | %s | %s |\n", display(c), r.med(k, handoff).cell(lat), r.med(k, ext("handoff_p99_us")).cell(lat),
-			r.med(k, ext("handoffs")).cell(num), r.med(k, rate).cell(num), r.med(k, p50).cell(lat),
+		w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", display(c), r.med(k, handoff).cell(lat), r.med(k, ext("handoff_p99_us")).cell(lat),
+			r.med(k, ext("handoffs")).cell(num), r.med(k, ext("handoffs_late")).cell(num), r.med(k, rate).cell(num), r.med(k, p50).cell(lat),
 			r.med(k, func(x bench.Result) float64 { return x.P99us }).cell(lat), r.med(k, ext("read_pairs_per_s")).cell(num))
 	}
 	// Latency: a ratio above 1 is rlock faster.
