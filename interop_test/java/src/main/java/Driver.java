@@ -34,10 +34,13 @@ import org.redisson.config.Config;
  * package github.com/goredisson/locks/interop_test/driver.
  *
  * <pre>
- * java -cp 'driver.jar:lib-VERSION/*' Driver ADDRS WATCHDOG_MS single|cluster
- *   ADDRS        host:port (single) or comma-separated host:port list (cluster);
+ * java -cp 'driver.jar:lib-VERSION/*' Driver ADDRS WATCHDOG_MS single|cluster|masters [prefix=P]
+ *   ADDRS        host:port (single) or comma-separated host:port list (cluster:
+ *                seed nodes; masters: one independent master each, a client per
+ *                master, retrying a call to a stopped master once after 300 ms);
  *                a redis:// prefix is added when missing
  *   WATCHDOG_MS  Config.setLockWatchdogTimeout; 0 or less keeps Redisson's default
+ *   prefix=P     single mode only: a NameMapper that prefixes every name with P
  * </pre>
  *
  * Once Redisson is connected the driver prints {@code ready VERSION} (the
