@@ -523,10 +523,10 @@ func eachOf(locks []Locker, fn func(i int, l Locker)) {
 	var wg sync.WaitGroup
 	for i, l := range locks[1:] {
 		wg.Add(1)
-		goMember(func() {
+		go func() {
 			defer wg.Done()
 			fn(i+1, l)
-		})
+		}()
 	}
 	fn(0, locks[0]) // the first on the caller's goroutine
 	wg.Wait()
@@ -567,7 +567,7 @@ func memberCalls[T any](ctx context.Context, locks []Locker, bound time.Duration
 	for i, l := range locks {
 		ch := make(chan T, 1)
 		chans[i] = ch
-		goMember(func() {
+		go func() {
 			r := call(ctx, i, l)
 			if states[i].CompareAndSwap(pending, delivered) {
 				if done != nil {
@@ -582,7 +582,7 @@ func memberCalls[T any](ctx context.Context, locks []Locker, bound time.Duration
 			if done != nil {
 				done(i)
 			}
-		})
+		}()
 	}
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
@@ -859,41 +859,4 @@ func (l *base) expire(ctx context.Context, lease time.Duration) (bool, error) {
 		return false, l.err
 	}
 	return l.c.eng.Expire(ctx, l.spec, l.field(ctx), lease)
-}
-
-// memberWork hands a member call to an idle member worker (unbuffered: a
-// send succeeds only when one is waiting).
-var memberWork = make(chan func())
-
-// memberIdle is how long a member worker waits for its next call before
-// it exits.
-const memberIdle = 5 * time.Second
-
-// goMember runs f on another goroutine: an idle member worker if one is
-// waiting, else a new one, which then waits memberIdle for more. A member
-// call runs deep (the group, the member's lock, the engine, rueidis): a
-// fresh goroutine for each grew its stack by copying on every call (7% of
-// a RedLock pair's CPU); a worker's stack has grown once. Every call
-// carries its owner in its ctx (WithOwner), never the goroutine's.
-func goMember(f func()) {
-	select {
-	case memberWork <- f:
-	default:
-		go memberWorker(f)
-	}
-}
-
-func memberWorker(f func()) {
-	f()
-	t := time.NewTimer(memberIdle)
-	defer t.Stop()
-	for {
-		select {
-		case f = <-memberWork:
-			f()
-			t.Reset(memberIdle)
-		case <-t.C:
-			return
-		}
-	}
 }

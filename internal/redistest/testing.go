@@ -146,18 +146,15 @@ func startAny(ctx context.Context, cfg Config) (*Server, error) {
 // closes connections dropped from the topology after time.Sleep(5s)
 // (rueidis v1.0.79 cluster.go:400), and lazyRefresh's singleflight DelayDo
 // sleeps up to 1s before refreshing. After a failover or resharding they can
-// outlive a package's last test by a few seconds. So can rlock's member
-// workers (a MultiLock's or RedLock's member calls), which exit after 5s
-// idle.
+// outlive a package's last test by a few seconds.
 var boundedRueidisGoroutines = []string{
 	"github.com/redis/rueidis.(*clusterClient)._refresh.func2",
 	"github.com/redis/rueidis.(*call).DelayDo.func1",
-	"github.com/goredisson/locks/rlock.memberWorker",
 }
 
 // VerifyTestMain is goleak.VerifyTestMain for packages that use rueidis
 // clients: after the tests, if the only goroutines left are the bounded
-// ones above, it waits up to 10s for them to finish, and then
+// rueidis ones above, it waits up to 10s for them to finish, and then
 // goleak checks with no rueidis goroutine ignored. Use it as
 //
 //	func TestMain(m *testing.M) { redistest.VerifyTestMain(m) }
