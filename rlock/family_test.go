@@ -216,6 +216,12 @@ func evalCalls(t *testing.T, e *env) int64 { return commandCalls(t, e, "evalsha"
 func commandCalls(t *testing.T, e *env, command string) int64 {
 	info, err := e.do("INFO", "commandstats").ToString()
 	require.NoError(t, err)
+	return statCalls(t, info, command)
+}
+
+// statCalls is the count of calls of command (lower case) in a reply of
+// INFO commandstats.
+func statCalls(t *testing.T, info, command string) int64 {
 	for _, line := range strings.Split(info, "\n") {
 		if rest, ok := strings.CutPrefix(line, "cmdstat_"+command+":calls="); ok {
 			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)

@@ -86,14 +86,7 @@ func TestClusterFamily(t *testing.T) {
 			for _, node := range raw.Nodes() {
 				info, err := node.Do(ctx, node.B().Info().Section("commandstats").Build()).ToString()
 				require.NoError(t, err)
-				for _, line := range strings.Split(info, "\n") {
-					for _, p := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-						if rest, ok := strings.CutPrefix(strings.TrimSpace(line), p); ok {
-							v, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-							n += v
-						}
-					}
-				}
+				n += statCalls(t, info, "evalsha") + statCalls(t, info, "eval")
 			}
 			return n
 		}

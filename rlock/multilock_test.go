@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -777,11 +778,7 @@ func TestGroupMembersReachedConcurrently(t *testing.T) {
 			if len(arrivals) != len(faulties) {
 				return time.Hour
 			}
-			lo, hi := arrivals[0], arrivals[0]
-			for _, a := range arrivals {
-				lo, hi = minTime(lo, a), maxTime(hi, a)
-			}
-			return hi.Sub(lo)
+			return slices.MaxFunc(arrivals, time.Time.Compare).Sub(slices.MinFunc(arrivals, time.Time.Compare))
 		}
 		for _, f := range faulties {
 			f.Inject(redistest.Rule{Match: slow, Fault: redistest.Slow, Delay: delay, Times: 2, Arrived: arrived}) // the acquire and the unlock
@@ -810,18 +807,4 @@ func TestGroupMembersReachedConcurrently(t *testing.T) {
 			assert.Zero(t, f.Pending(), "%s: master %d's link was not slow", g.kind, i)
 		}
 	}
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
