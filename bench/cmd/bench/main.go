@@ -42,6 +42,7 @@ type options struct {
 	s1Warm, s1Dur   time.Duration
 	s2Dur, s2Max    time.Duration
 	s2MinAcq        int
+	linkOneWay      time.Duration
 	s3Sizes         []int
 	s3Rounds        int
 	s3BigRounds     int
@@ -94,6 +95,7 @@ func main() {
 	flag.StringVar(&o.benchtime, "benchtime", "10000x", "-benchtime of the allocation benchmarks (go test)")
 	flag.StringVar(&o.profileDir, "profile", "", "if set, only profile rlock (S1 at 256 goroutines, S2: CPU and allocations) into this directory")
 	flag.StringVar(&o.from, "from", "", "only render the report from this raw results file (written by every run to results/tmp/last-run.json)")
+	flag.DurationVar(&o.linkOneWay, "redlock-link", time.Millisecond, "also run the RedLock scenario through a link that adds this delay in each direction to every master (0: no)")
 	flag.IntVar(&o.redissonS4Tuned, "redisson-s4-subs", 25, "also run Redisson's S4 with this subscriptionsPerConnection (0: no); its default 5 x 50 connections holds 250 channels")
 	flag.Parse()
 	o.contenders = splitList(contenders)
@@ -134,6 +136,7 @@ type runner struct {
 	o       options
 	srv     *bench.Server
 	masters []string // redlock: the main server's address and four more
+	links   []string // redlock-link: the masters behind a delaying link each
 	admin   *bench.Admin
 	self    string
 	java    *javaWorker
@@ -172,6 +175,7 @@ func run(o options) error {
 	}
 	defer r.srv.Stop()
 	logf("redis-server on %s", r.srv.Addr)
+	var linkRTT time.Duration
 	if o.scenarios["redlock"] {
 		// Independent masters for the RedLock: the main server and four more.
 		r.masters = []string{r.srv.Addr}
@@ -183,6 +187,20 @@ func run(o options) error {
 			defer m.Stop()
 			r.masters = append(r.masters, m.Addr)
 		}
+		if o.linkOneWay > 0 {
+			for _, m := range r.masters {
+				l, err := bench.StartLink(m, o.linkOneWay)
+				if err != nil {
+					return err
+				}
+				defer l.Close()
+				r.links = append(r.links, l.Addr())
+			}
+			if linkRTT, err = bench.RoundTrip(r.links[0], 200); err != nil {
+				return fmt.Errorf("PING through the link: %w", err)
+			}
+			logf("link of %v each way: PING p50 %v", o.linkOneWay, linkRTT)
+		}
 	}
 	r.admin, err = bench.NewAdmin(r.srv.Addr)
 	if err != nil {
@@ -190,6 +208,9 @@ func run(o options) error {
 	}
 	defer r.admin.Close()
 	r.env = collectEnv(r.admin)
+	if len(r.links) > 0 {
+		r.env.LinkOneWay, r.env.LinkRTT = o.linkOneWay, float64(linkRTT.Nanoseconds())/1e3
+	}
 	r.env.LoadStart = loadAvg()
 	r.env.Wake = wakeProbe(r.srv.Addr, r.srv.Pid(), r.env.Cores)
 	logf("wake-up probe: %+v", r.env.Wake)
@@ -263,6 +284,13 @@ func run(o options) error {
 			for _, n := range redlockSizes {
 				for _, c := range rotate(rlockAnd(o, "limit", "redisson"), round) {
 					r.runOne("redlock", n, c)
+				}
+			}
+			for _, n := range redlockSizes {
+				for _, c := range rotate(rlockAnd(o, "limit", "redisson"), round) {
+					if len(r.links) > 0 { // the same through links between hosts
+						r.runOne("redlock-link", n, c)
+					}
 				}
 			}
 		}
@@ -467,7 +495,11 @@ func (r *runner) runOne(scenario string, param int, contender string) {
 
 func (r *runner) runGo(scenario string, param int, contender string) (bench.Result, error) {
 	o := r.o
-	args := []string{"worker", "-scenario", scenario, "-contender", contender, "-addr", r.srv.Addr}
+	ws := scenario
+	if scenario == "redlock-link" {
+		ws = "redlock" // through the links
+	}
+	args := []string{"worker", "-scenario", ws, "-contender", contender, "-addr", r.srv.Addr}
 	var timeout time.Duration
 	switch scenario {
 	case "s1", "s5":
@@ -476,8 +508,8 @@ func (r *runner) runGo(scenario string, param int, contender string) (bench.Resu
 	case "latch":
 		args = append(args, "-n", strconv.Itoa(param), "-conc", strconv.Itoa(latchRounds))
 		timeout = 5 * time.Minute
-	case "redlock":
-		args = append(args, "-addrs", strings.Join(r.masters, ","), "-conc", strconv.Itoa(param), "-warm", o.s1Warm.String(), "-dur", o.s1Dur.String())
+	case "redlock", "redlock-link":
+		args = append(args, "-addrs", strings.Join(r.redlockAddrs(scenario), ","), "-conc", strconv.Itoa(param), "-warm", o.s1Warm.String(), "-dur", o.s1Dur.String())
 		timeout = o.s1Warm + o.s1Dur + 60*time.Second
 	case "s2":
 		args = append(args, "-conc", strconv.Itoa(param), "-dur", o.s2Dur.String(), "-maxdur", o.s2Max.String(),
@@ -492,6 +524,15 @@ func (r *runner) runGo(scenario string, param int, contender string) (bench.Resu
 		timeout = 2*bench.AcquireTimeout + o.s4Settle + o.s4Timeout + 30*time.Second
 	}
 	return runWorker(r.self, args, timeout)
+}
+
+// redlockAddrs returns the masters a RedLock scenario reaches: directly
+// on loopback, or through the delaying links.
+func (r *runner) redlockAddrs(scenario string) []string {
+	if scenario == "redlock-link" {
+		return r.links
+	}
+	return r.masters
 }
 
 func runWorker(self string, args []string, timeout time.Duration) (bench.Result, error) {
@@ -559,8 +600,8 @@ func (r *runner) runJava(scenario string, param int, contender string) (bench.Re
 	case "latch":
 		line = fmt.Sprintf("latch %d %d", param, latchRounds)
 		timeout = 5 * time.Minute
-	case "redlock":
-		line = fmt.Sprintf("redlock %d %d %d %s", param, o.s1Warm.Milliseconds(), o.s1Dur.Milliseconds(), strings.Join(r.masters, ","))
+	case "redlock", "redlock-link":
+		line = fmt.Sprintf("redlock %d %d %d %s", param, o.s1Warm.Milliseconds(), o.s1Dur.Milliseconds(), strings.Join(r.redlockAddrs(scenario), ","))
 		timeout = o.s1Warm + o.s1Dur + 60*time.Second
 	case "s5":
 		line = fmt.Sprintf("s5 %d %d %d", param, o.s1Warm.Milliseconds(), o.s1Dur.Milliseconds())

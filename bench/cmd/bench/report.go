@@ -854,19 +854,30 @@ func (r *runner) writeSync(w func(string, ...any)) {
 }
 
 // writeRedLock reports RedLock pairs over 1, 3 and 5 independent masters
-// (target: 3 masters within 1.5x one member's latency).
+// (target: 3 masters within 1.5x one member's latency), on loopback and,
+// when the run had them, through links that add a host-to-host delay.
 func (r *runner) writeRedLock(w func(string, ...any)) {
 	if !r.o.scenarios["redlock"] {
 		return
 	}
 	w("## RedLock over independent masters\n\n")
 	w("One goroutine (thread) locks and unlocks a RedLock (`NewRedLock` of `Lock(name)` on one Client per master; Redisson `new RedissonRedLock(getLock(name)...)`, one RedissonClient per master) over 3 and 5 redis-servers on this machine, beside one member's plain lock (1 master). The members are reached concurrently in Go, one after another in Redisson. The bare scripts (the limit) send the plain lock's Lua to every master at once, one goroutine per master and no bookkeeping: their ratio is the floor of concurrent calls on this machine, where the masters and the client share 2 cores.\n\n")
+	r.redLockTable(w, "redlock")
+	if r.env.LinkRTT <= 0 {
+		return
+	}
+	w("The same pairs through links between hosts: each master behind a TCP proxy in the benchmark's process (`bench.Link`) that delays every byte by %v in each direction, so that a round trip costs what it does between machines (PING through a link: p50 %s; Go's timers add up to a millisecond to the delay asked for). This is where RedLock is deployed (one master per host) and what \"members reached concurrently\" is for: on loopback the three masters compete for 2 cores, through links the client waits on the network.\n\n", r.env.LinkOneWay, lat(r.env.LinkRTT))
+	r.redLockTable(w, "redlock-link")
+}
+
+// redLockTable writes the table of one RedLock scenario.
+func (r *runner) redLockTable(w func(string, ...any), scenario string) {
 	w("| contender | masters | pairs/s | p50 | p99 | p50 ÷ one member's (target ≤ 1.5 at 3) |\n|---|---|---|---|---|---|\n")
 	p99 := func(x bench.Result) float64 { return x.P99us }
 	for _, c := range rlockAnd(r.o, "limit", "redisson") {
-		one := r.med(key("redlock", 1, c), p50)
+		one := r.med(key(scenario, 1, c), p50)
 		for _, n := range redlockSizes {
-			k := key("redlock", n, c)
+			k := key(scenario, n, c)
 			p := r.med(k, p50)
 			ratio := "—"
 			if n > 1 && p.good() && one.good() && one.v > 0 {
