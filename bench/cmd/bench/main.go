@@ -95,7 +95,7 @@ func main() {
 	flag.StringVar(&o.benchtime, "benchtime", "10000x", "-benchtime of the allocation benchmarks (go test)")
 	flag.StringVar(&o.profileDir, "profile", "", "if set, only profile rlock (S1 at 256 goroutines, S2: CPU and allocations) into this directory")
 	flag.StringVar(&o.from, "from", "", "only render the report from this raw results file (written by every run to results/tmp/last-run.json)")
-	flag.DurationVar(&o.linkOneWay, "redlock-link", time.Millisecond, "also run the RedLock scenario through a link that adds this delay in each direction to every master (0: no)")
+	flag.DurationVar(&o.linkOneWay, "link", time.Millisecond, "also run the RedLock pairs and the fair lock's S2 at 16 waiters through links (TCP proxies) that add this delay in each direction, as between hosts (0: no)")
 	flag.IntVar(&o.redissonS4Tuned, "redisson-s4-subs", 25, "also run Redisson's S4 with this subscriptionsPerConnection (0: no); its default 5 x 50 connections holds 250 channels")
 	flag.Parse()
 	o.contenders = splitList(contenders)
@@ -136,7 +136,7 @@ type runner struct {
 	o       options
 	srv     *bench.Server
 	masters []string // redlock: the main server's address and four more
-	links   []string // redlock-link: the masters behind a delaying link each
+	links   []string // the masters (or the main server alone) behind a delaying link each
 	admin   *bench.Admin
 	self    string
 	java    *javaWorker
@@ -187,20 +187,21 @@ func run(o options) error {
 			defer m.Stop()
 			r.masters = append(r.masters, m.Addr)
 		}
-		if o.linkOneWay > 0 {
-			for _, m := range r.masters {
-				l, err := bench.StartLink(m, o.linkOneWay)
-				if err != nil {
-					return err
-				}
-				defer l.Close()
-				r.links = append(r.links, l.Addr())
+	}
+	if o.linkOneWay > 0 && (o.scenarios["redlock"] || o.scenarios["fair"]) {
+		// Links between hosts: links[0] is the main server's.
+		for _, m := range append([]string{r.srv.Addr}, r.masters[min(1, len(r.masters)):]...) {
+			l, err := bench.StartLink(m, o.linkOneWay)
+			if err != nil {
+				return err
 			}
-			if linkRTT, err = bench.RoundTrip(r.links[0], 200); err != nil {
-				return fmt.Errorf("PING through the link: %w", err)
-			}
-			logf("link of %v each way: PING p50 %v", o.linkOneWay, linkRTT)
+			defer l.Close()
+			r.links = append(r.links, l.Addr())
 		}
+		if linkRTT, err = bench.RoundTrip(r.links[0], 200); err != nil {
+			return fmt.Errorf("PING through the link: %w", err)
+		}
+		logf("link of %v each way: PING p50 %v", o.linkOneWay, linkRTT)
 	}
 	r.admin, err = bench.NewAdmin(r.srv.Addr)
 	if err != nil {
@@ -264,6 +265,11 @@ func run(o options) error {
 			for _, conc := range fairConc {
 				for _, c := range rotate(fairContenders(o), round) {
 					r.runOne("s2", conc, c)
+				}
+			}
+			if len(r.links) > 0 { // the same through a link between hosts
+				for _, c := range rotate(fairContenders(o), round) {
+					r.runOne("s2-link", fairLinkConc, c)
 				}
 			}
 		}
@@ -390,6 +396,9 @@ func famContenders(o options) []string {
 // goes to a queued waiter) at 16 and 256 waiters.
 var fairConc = []int{16, 256}
 
+// fairLinkConc is the waiters of the fair lock's S2 through a link.
+const fairLinkConc = 16
+
 func fairContenders(o options) []string {
 	out := []string{"rlock-fair", "rlock"}
 	if has(o.contenders, "redisson") {
@@ -495,11 +504,14 @@ func (r *runner) runOne(scenario string, param int, contender string) {
 
 func (r *runner) runGo(scenario string, param int, contender string) (bench.Result, error) {
 	o := r.o
-	ws := scenario
-	if scenario == "redlock-link" {
+	ws, addr := scenario, r.srv.Addr
+	switch scenario {
+	case "redlock-link":
 		ws = "redlock" // through the links
+	case "s2-link":
+		ws, addr = "s2", r.links[0]
 	}
-	args := []string{"worker", "-scenario", ws, "-contender", contender, "-addr", r.srv.Addr}
+	args := []string{"worker", "-scenario", ws, "-contender", contender, "-addr", addr}
 	var timeout time.Duration
 	switch scenario {
 	case "s1", "s5":
@@ -511,7 +523,7 @@ func (r *runner) runGo(scenario string, param int, contender string) (bench.Resu
 	case "redlock", "redlock-link":
 		args = append(args, "-addrs", strings.Join(r.redlockAddrs(scenario), ","), "-conc", strconv.Itoa(param), "-warm", o.s1Warm.String(), "-dur", o.s1Dur.String())
 		timeout = o.s1Warm + o.s1Dur + 60*time.Second
-	case "s2":
+	case "s2", "s2-link":
 		args = append(args, "-conc", strconv.Itoa(param), "-dur", o.s2Dur.String(), "-maxdur", o.s2Max.String(),
 			"-minacq", strconv.Itoa(o.s2MinAcq))
 		timeout = o.s2Max + 90*time.Second
@@ -530,7 +542,7 @@ func (r *runner) runGo(scenario string, param int, contender string) (bench.Resu
 // on loopback, or through the delaying links.
 func (r *runner) redlockAddrs(scenario string) []string {
 	if scenario == "redlock-link" {
-		return r.links
+		return r.links[:len(r.masters)]
 	}
 	return r.masters
 }
@@ -606,10 +618,15 @@ func (r *runner) runJava(scenario string, param int, contender string) (bench.Re
 	case "s5":
 		line = fmt.Sprintf("s5 %d %d %d", param, o.s1Warm.Milliseconds(), o.s1Dur.Milliseconds())
 		timeout = o.s1Warm + o.s1Dur + 60*time.Second
-	case "s2":
+	case "s2", "s2-link":
 		line = fmt.Sprintf("s2 %d %d %d %d %d %d", param, o.s1Warm.Milliseconds(), o.s2Dur.Milliseconds(), o.s2Max.Milliseconds(), o.s2MinAcq, 100)
-		if kind, ok := strings.CutPrefix(contender, "redisson-"); ok {
-			line += " " + kind // fair, sem
+		kind, ok := strings.CutPrefix(contender, "redisson-")
+		if !ok {
+			kind = "lock"
+		}
+		line += " " + kind // lock, fair, sem
+		if scenario == "s2-link" {
+			line += " " + r.links[0]
 		}
 		timeout = o.s2Max + 90*time.Second
 	case "s3":

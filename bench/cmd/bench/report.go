@@ -791,6 +791,26 @@ func (r *runner) writeFair(w func(string, ...any)) {
 		}
 	}
 	w("\n\n")
+	if r.env.LinkRTT <= 0 {
+		return
+	}
+	// The same through a link between hosts: a round trip is the network's.
+	w("The same at %d waiters with both clients behind a link between hosts (`bench.Link`: %v added in each direction; PING through it: p50 %s). On loopback a round trip (%.0f µs) is mostly the wake-ups of the processes on 2 shared cores, and Redis's own work on the fair lock's scripts (their loop over the queue) is about a round trip's worth by itself; through a link, the network's round trip is the unit.\n\n", fairLinkConc, r.env.LinkOneWay, lat(r.env.LinkRTT), rtt)
+	w("| contender | waiters | hand-offs/s | hand-off p50 | hand-off p99 | p50 in round trips (PING p50 %s; target ≤ 2) |\n|---|---|---|---|---|---|\n", lat(r.env.LinkRTT))
+	for _, c := range fairContenders(o) {
+		k := key("s2-link", fairLinkConc, c)
+		p := r.med(k, p50)
+		rt := "not measured"
+		if p.good() {
+			rt = fmt.Sprintf("%.2f", p.v/r.env.LinkRTT)
+			if c == "rlock-fair" {
+				rt += " " + mark(p.v/r.env.LinkRTT <= 2)
+			}
+		}
+		w("| %s | %d | %s | %s | %s | %s |\n", display(c), fairLinkConc, r.med(k, rate).cell(num), p.cell(lat),
+			r.med(k, func(x bench.Result) float64 { return x.P99us }).cell(lat), rt)
+	}
+	w("\n")
 }
 
 // writeSync reports the synchronizers against Redisson (target: 2x

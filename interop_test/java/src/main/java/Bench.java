@@ -11,6 +11,7 @@ import java.lang.management.ManagementFactory;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -96,13 +97,18 @@ public final class Bench {
     private static synchronized void closeIdleClients() {
         shutdown();
         masterClients.clear();
+        s2Others.clear();
         s1Client = null;
         s2a = null;
         s2b = null;
     }
 
     private static void shutdown() {
-        for (RedissonClient c : masterClients.values()) {
+        List<RedissonClient> others = new ArrayList<>(masterClients.values());
+        for (RedissonClient[] pair : s2Others.values()) {
+            others.addAll(Arrays.asList(pair));
+        }
+        for (RedissonClient c : others) {
             try {
                 c.shutdown();
             } catch (Throwable ignored) {
@@ -127,7 +133,7 @@ public final class Bench {
             case "warmup": {
                 long ms = Long.parseLong(f[1]);
                 s1(16, 0, ms / 2, "lock");
-                s2(16, 0, ms / 2, ms / 2, 0, 100, "lock");
+                s2(16, 0, ms / 2, ms / 2, 0, 100, "lock", addr);
                 return "{\"ok\":true}";
             }
             case "s1":
@@ -136,7 +142,7 @@ public final class Bench {
                 return s5(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]));
             case "s2":
                 return s2(Integer.parseInt(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]), Long.parseLong(f[4]),
-                        Long.parseLong(f[5]), Long.parseLong(f[6]), f.length > 7 ? f[7] : "lock");
+                        Long.parseLong(f[5]), Long.parseLong(f[6]), f.length > 7 ? f[7] : "lock", f.length > 8 ? f[8] : addr);
             case "latch":
                 return latch(Integer.parseInt(f[1]), Integer.parseInt(f[2]));
             case "redlock":
@@ -522,7 +528,19 @@ public final class Bench {
                 + ",\"p50_us\":" + h.quantile(0.5) / 1e3 + ",\"p99_us\":" + h.quantile(0.99) / 1e3 + "}";
     }
 
-    private static synchronized RedissonClient[] s2Clients() {
+    /** S2's two clients of another address than the main one (a link in front of it), by address. */
+    private static final Map<String, RedissonClient[]> s2Others = new HashMap<>();
+
+    private static synchronized RedissonClient[] s2Clients(String a) {
+        if (!a.equals(addr)) {
+            return s2Others.computeIfAbsent(a, x -> {
+                Config c = new Config();
+                c.useSingleServer().setAddress("redis://" + x);
+                Config d = new Config();
+                d.useSingleServer().setAddress("redis://" + x);
+                return new RedissonClient[] {Redisson.create(c), Redisson.create(d)};
+            });
+        }
         if (s2a == null) {
             s2a = Redisson.create(config());
             s2b = Redisson.create(config());
@@ -530,8 +548,8 @@ public final class Bench {
         return new RedissonClient[] {s2a, s2b};
     }
 
-    private static String s2(int conc, long warmMs, long durMs, long maxMs, long minAcq, long csUs, String kind) throws Exception {
-        RedissonClient[] cs = s2Clients();
+    private static String s2(int conc, long warmMs, long durMs, long maxMs, long minAcq, long csUs, String kind, String a) throws Exception {
+        RedissonClient[] cs = s2Clients(a);
         boolean fair = kind.equals("fair");
         String name = "s2:redisson:" + kind;
         long base = System.nanoTime();
