@@ -131,8 +131,10 @@ demo: deps-redis
 	$(GO) run ./cmd/demo -rlock bin/rlock
 
 # Every contender (this library, bsm/redislock, redsync, rueidislock,
-# Redisson 4.7.0, bare scripts) through scenarios S1-S4 against a throwaway
-# redis-server; writes bench/RESULTS.md and bench/results.svg (~9 min).
+# Redisson 4.7.0, bare scripts) through scenarios S1-S5 and the family's
+# (read, fenced, fair, semaphore, latch, RedLock; the RedLock and the fair
+# hand-off also through delaying links) against throwaway redis-servers;
+# writes bench/RESULTS.md and bench/results.svg (~18 min).
 bench: deps
 	cd bench && $(GO) run ./cmd/bench -out RESULTS.md
 

@@ -23,10 +23,9 @@ type envInfo struct {
 	// Wake is the wake-up probe (wakeProbe): sequential PINGs from a
 	// client on Redis's own CPU and on another one.
 	Wake wakeInfo
-	// LinkOneWay is the delay the RedLock's links add in each direction,
-	// LinkRTT the median PING through one of them, in µs (0: no links).
+	// LinkOneWay is the delay the links add in each direction (0: no
+	// links).
 	LinkOneWay time.Duration
-	LinkRTT    float64
 }
 
 // wakeInfo is the mean round trip of one client's sequential PINGs

@@ -25,6 +25,7 @@ func workerMain(args []string) {
 		contender = fs.String("contender", "rlock", "Go contender")
 		addr      = fs.String("addr", "", "redis address")
 		addrs     = fs.String("addrs", "", "comma-separated independent masters (redlock)")
+		admin     = fs.String("admin", "", "the address for the run's own statistics (INFO, PUBSUB; default -addr): the server itself when -addr is a link")
 		conc      = fs.Int("conc", 1, "goroutines (s1, s2)")
 		warm      = fs.Duration("warm", 300*time.Millisecond, "warm-up before measuring (s1, s2)")
 		dur       = fs.Duration("dur", 2*time.Second, "measured time (s1, s2)")
@@ -41,6 +42,9 @@ func workerMain(args []string) {
 		memprof   = fs.String("memprofile", "", "write an allocation profile of the run")
 	)
 	_ = fs.Parse(args)
+	if *admin == "" {
+		*admin = *addr
+	}
 	out := json.NewEncoder(os.Stdout)
 	res := func() (r bench.Result) {
 		defer func() {
@@ -83,7 +87,7 @@ func workerMain(args []string) {
 				return bench.Result{Error: err.Error()}
 			}
 			defer c.Close()
-			a, err := bench.NewAdmin(*addr)
+			a, err := bench.NewAdmin(*admin)
 			if err != nil {
 				return bench.Result{Error: err.Error()}
 			}
@@ -103,7 +107,7 @@ func workerMain(args []string) {
 			if *maxDur < *dur {
 				*maxDur = 3 * *dur
 			}
-			a, err := bench.NewAdmin(*addr)
+			a, err := bench.NewAdmin(*admin)
 			if err != nil {
 				return bench.Result{Error: err.Error()}
 			}
@@ -131,7 +135,7 @@ func workerMain(args []string) {
 			defer c.Close()
 			return bench.S5(c, prefix+"rw", *conc, *warm, *dur)
 		case "s3", "s4":
-			a, err := bench.NewAdmin(*addr)
+			a, err := bench.NewAdmin(*admin)
 			if err != nil {
 				return bench.Result{Error: err.Error()}
 			}
