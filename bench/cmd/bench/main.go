@@ -290,10 +290,11 @@ func run(o options) error {
 				}
 			}
 			for _, n := range redlockSizes {
+				if len(r.links) == 0 {
+					break
+				}
 				for _, c := range rotate(rlockAnd(o, "limit", "redisson"), round) {
-					if len(r.links) > 0 { // the same through links between hosts
-						r.runOne("redlock-link", n, c)
-					}
+					r.runOne("redlock-link", n, c) // the same through links between hosts
 				}
 			}
 		}
