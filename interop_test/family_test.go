@@ -2,14 +2,13 @@ package interop_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredisson/locks/internal/redistest"
 	"github.com/goredisson/locks/rlock"
 )
 
@@ -397,23 +396,16 @@ func (f *fixture) testSpinLock(t *testing.T) {
 // of scripts included), summed over every node the raw client knows (the
 // server, or each node of a cluster).
 func publishCount(t *testing.T, f *fixture) int64 {
-	var n int64
-	for _, node := range f.raw.Nodes() {
-		info, err := node.Do(context.Background(), node.B().Info().Section("commandstats").Build()).ToString()
-		require.NoError(t, err)
-		n += statCalls(info, "cmdstat_publish:calls=") + statCalls(info, "cmdstat_spublish:calls=")
-	}
+	n, err := redistest.CommandCalls(context.Background(), f.raw, "publish", "spublish")
+	require.NoError(t, err)
 	return n
 }
 
-// evalCount is the server's number of EVAL and EVALSHA calls so far.
+// evalCount is the number of EVAL and EVALSHA calls so far, summed over
+// every node.
 func evalCount(t *testing.T, f *fixture) int64 {
-	info, err := doRaw(t, f.raw, "INFO", "commandstats").ToString()
+	n, err := redistest.CommandCalls(context.Background(), f.raw, "evalsha", "eval")
 	require.NoError(t, err)
-	var n int64
-	for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
-		n += statCalls(info, cmd)
-	}
 	return n
 }
 
@@ -442,19 +434,6 @@ func (f *fixture) testNonReentrant(t *testing.T) {
 		require.NoError(t, xb.unlock(ctx, kindNR, name))
 		assert.Empty(t, hgetall(t, f.raw, name))
 	})
-}
-
-// statCalls reads "calls=N" of one command from INFO commandstats.
-func statCalls(info, prefix string) int64 {
-	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), prefix); ok {
-			if i := strings.IndexByte(rest, ','); i > 0 {
-				n, _ := strconv.ParseInt(rest[:i], 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
 }
 
 func firstValue(m map[string]string) string {

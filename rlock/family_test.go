@@ -2,8 +2,6 @@ package rlock_test
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/goredisson/locks/internal/redistest"
 	"github.com/goredisson/locks/rlock"
 )
 
@@ -214,20 +213,7 @@ func evalCalls(t *testing.T, e *env) int64 { return commandCalls(t, e, "evalsha"
 
 // commandCalls is the server's count of calls of command (lower case).
 func commandCalls(t *testing.T, e *env, command string) int64 {
-	info, err := e.do("INFO", "commandstats").ToString()
+	n, err := redistest.CommandCalls(context.Background(), e.raw, command)
 	require.NoError(t, err)
-	return statCalls(t, info, command)
-}
-
-// statCalls is the count of calls of command (lower case) in a reply of
-// INFO commandstats.
-func statCalls(t *testing.T, info, command string) int64 {
-	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_"+command+":calls="); ok {
-			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-			require.NoError(t, err)
-			return n
-		}
-	}
-	return 0
+	return n
 }

@@ -82,12 +82,8 @@ func TestClusterFamily(t *testing.T) {
 		raw := clusterRC(t, cl)
 		// evals is the number of script calls the cluster's nodes ran.
 		evals := func() int64 {
-			var n int64
-			for _, node := range raw.Nodes() {
-				info, err := node.Do(ctx, node.B().Info().Section("commandstats").Build()).ToString()
-				require.NoError(t, err)
-				n += statCalls(t, info, "evalsha") + statCalls(t, info, "eval")
-			}
+			n, err := redistest.CommandCalls(ctx, raw, "evalsha", "eval")
+			require.NoError(t, err)
 			return n
 		}
 		for _, n := range []string{"contend-1", "contend-22", "{user42}:contend"} {
