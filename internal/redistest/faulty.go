@@ -35,6 +35,10 @@ const (
 	// Slow: the request reaches Redis Delay later and the caller waits
 	// for its reply (a slow link, not a failure).
 	Slow
+	// Replace: the matching command does not run (with Rule.Ran: it
+	// runs); its caller gets Rule.Reply instead of Redis's reply (a reply
+	// the caller does not expect). The other commands of a DoMulti run.
+	Replace
 )
 
 func (f Fault) String() string {
@@ -49,6 +53,10 @@ func (f Fault) String() string {
 		return "refused"
 	case Kill:
 		return "connection killed"
+	case Slow:
+		return "slow"
+	case Replace:
+		return "reply replaced"
 	}
 	return "fault?"
 }
@@ -61,7 +69,12 @@ var ErrInjected = errors.New("redistest: injected connection failure")
 type Rule struct {
 	Match func(args []string) bool // on each command's words
 	Fault Fault
-	Err   error         // Refuse: the Redis error to return (see RedisError)
+	Err   error // Refuse: the Redis error to return (see RedisError)
+	// Reply, for Replace: what the caller gets; a real reply of the
+	// server to another command (see Answer), so that it is exactly what
+	// rueidis makes of those bytes.
+	Reply rueidis.RedisResult
+	Ran   bool          // Replace: the command runs; only its reply is replaced
 	Delay time.Duration // Late: how long the request is held up
 	Times int           // how many calls it hits (0: one)
 	// After, for LoseReply, runs once the call ran on Redis and before
@@ -169,7 +182,7 @@ func (f *Faulty) Pending() int {
 // WaitLate waits for every late call to have been sent.
 func (f *Faulty) WaitLate() { f.late.Wait() }
 
-func (f *Faulty) match(cmds ...rueidis.Completed) *Rule {
+func (f *Faulty) match(cmds ...rueidis.Completed) (*Rule, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.chaosP > 0 && len(f.chaosRules) > 0 && isScriptCall(cmds) && f.rnd.Float64() < f.chaosP {
@@ -182,20 +195,20 @@ func (f *Faulty) match(cmds ...rueidis.Completed) *Rule {
 			name = strings.Fields(r.Err.Error())[0]
 		}
 		f.injected[name]++
-		return &r
+		return &r, -1
 	}
 	for _, r := range f.rules {
 		if r.hits >= r.Times {
 			continue
 		}
-		for _, c := range cmds {
+		for i, c := range cmds {
 			if r.Match(c.Commands()) {
 				r.hits++
-				return r
+				return r, i
 			}
 		}
 	}
-	return nil
+	return nil, -1
 }
 
 func isScriptCall(cmds []rueidis.Completed) bool {
@@ -234,7 +247,7 @@ func (f *Faulty) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueid
 			f.mu.Unlock()
 		}()
 	}
-	r := f.match(cmds...)
+	r, at := f.match(cmds...)
 	if r == nil {
 		return f.Client.DoMulti(ctx, cmds...)
 	}
@@ -276,6 +289,21 @@ func (f *Faulty) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueid
 			return fail(ctx.Err())
 		}
 		return f.Client.DoMulti(ctx, cmds...)
+	case Replace:
+		if at < 0 {
+			return fail(errors.New("redistest: Replace is not a chaos fault"))
+		}
+		out := make([]rueidis.RedisResult, len(cmds))
+		if r.Ran {
+			copy(out, f.Client.DoMulti(context.WithoutCancel(ctx), cmds...))
+		} else if len(cmds) > 1 {
+			rest := append(append(make([]rueidis.Completed, 0, len(cmds)-1), cmds[:at]...), cmds[at+1:]...)
+			res := f.Client.DoMulti(ctx, rest...)
+			copy(out, res[:at])
+			copy(out[at+1:], res[at:])
+		}
+		out[at] = r.Reply
+		return out
 	case Kill:
 		done := make(chan []rueidis.RedisResult, 1)
 		go func() { done <- f.Client.DoMulti(context.WithoutCancel(ctx), cmds...) }()
@@ -283,6 +311,12 @@ func (f *Faulty) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueid
 		return <-done
 	}
 	return f.Client.DoMulti(ctx, cmds...)
+}
+
+// Answer returns the server's reply to args (sent through c), to hand
+// out later in place of another command's with Replace.
+func Answer(ctx context.Context, c rueidis.Client, args ...string) rueidis.RedisResult {
+	return c.Do(ctx, c.B().Arbitrary(args...).Build())
 }
 
 // RedisError returns a real Redis error reply with the text msg (for
