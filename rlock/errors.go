@@ -76,6 +76,16 @@ var (
 	// have run is sent again. Do not send such a call again yourself.
 	ErrUnresolved = engine.ErrUnresolved
 
+	// ErrUnexpectedReply: a script call was answered with a reply the
+	// script never gives (something other than Redis answered, or
+	// something between them changed the reply). The Client settles such
+	// a call as a lost one, from Redis: one found to have run returns its
+	// real outcome; one found not to have run fails with this error
+	// (nothing changed) rather than be sent again, except the idempotent
+	// ones and the semaphores' and latch's, which are sent again after a
+	// back-off within the retry budget. Never a panic.
+	ErrUnexpectedReply = engine.ErrUnexpectedReply
+
 	// ErrNoPermit: a permit-expirable semaphore's permit id is not held
 	// (unknown, released already, or expired). Redisson throws a
 	// RedisException caused by IllegalArgumentException ("Permit with id

@@ -394,16 +394,18 @@ func (s *PermitExpirableSemaphore) query(ctx context.Context, op, id, date strin
 		r := e.X.Run(ctx, scripts.PsemQuery, []string{s.name, s.timeouts, s.channel}, args)
 		switch r.Class {
 		case engine.Done:
-			v, err := r.Int()
-			if err != nil {
-				return 0, fmt.Errorf("rlock: %q: %s: unexpected reply: %w", s.name, op, err)
+			if m, err := r.Res.ToMessage(); err == nil && m.IsInt64() {
+				v, _ := m.AsInt64()
+				if op == "update" && r.Unsynced() {
+					// The new expiry is on the master: wait for the replicas
+					// as after any other write, and say so if none has it.
+					return v, e.SyncResync(ctx, s.name, r)
+				}
+				return v, nil
 			}
-			if op == "update" && r.Unsynced() {
-				// The new expiry is on the master: wait for the replicas
-				// as after any other write, and say so if none has it.
-				return v, e.SyncResync(ctx, s.name, r)
-			}
-			return v, nil
+			// It replies an integer: another reply does not tell what it
+			// did. It is safe to resend, as after a lost reply.
+			r.Err = engine.Unexpected(scripts.PsemQuery, r)
 		case engine.Failed, engine.Closed:
 			return 0, fmt.Errorf("rlock: %q: %s: %w", s.name, op, r.Err)
 		}

@@ -204,7 +204,10 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 			return 0, 0, false, fmt.Errorf("rlock: %q: acquire: %w: the hold kept changing", s.Name, ErrTimeout)
 		}
 		before := t.Count(h)
-		call := &Call{Script: s.Acquire, Name: s.Name, Field: field, Token: s.TokenKey, Stop: ctx.Done()}
+		call := &Call{Script: s.Acquire, Name: s.Name, Field: field, Token: s.TokenKey, Stop: ctx.Done(), Forms: FormInt | FormStale | FormHeld}
+		if s.TokenKey != "" {
+			call.Forms |= FormPair // a fenced grant: {count, token}
+		}
 		call.Keys = s.AcquireKeys(call.keys[:0], field, h.Fence(NewFence))
 		call.Attempt = Attempt{Field: field, LeaseMs: leaseMs, Expected: strconv.Itoa(before), Wait: wait, Once: wait == 0}
 		call.Remake = s.AcquireArgs
@@ -220,6 +223,9 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 		if errors.Is(err, ErrUnresolved) && time.Now().Before(deadline) && ctx.Err() == nil {
 			// A waiter keeps settling while its wait lasts.
 			if o, serr := e.settle(ctx, deadline, call, ctx.Done()); serr == nil {
+				if errors.Is(err, ErrUnexpectedReply) {
+					o.Unexpected = err
+				}
 				out, err = o, nil
 			}
 		}
@@ -251,6 +257,9 @@ func (e *Engine) try(ctx context.Context, s *Spec, field string, lease, wait tim
 		if out.Fenced {
 			var ran bool
 			if n, ran = settledAcquire(t, h, before, out); !ran {
+				if out.Unexpected != nil {
+					return 0, 0, false, fmt.Errorf("rlock: %q: acquire: %w (it did not run)", s.Name, out.Unexpected)
+				}
 				continue // it did not run and now never will: send it again
 			}
 			token = out.Token

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/goredisson/locks/internal/hold"
 	"github.com/goredisson/locks/internal/names"
@@ -166,6 +169,10 @@ type Call struct {
 	// which must be that of the send that runs.
 	Remake  func(dst []string, a Attempt) []string
 	Attempt Attempt
+	// Forms are the forms of reply the script gives to this call; any
+	// other is settled as a lost reply (zero: every form of the lock
+	// scripts).
+	Forms Forms
 
 	keys [5]string // room for Keys and Args, so a call is one allocation
 	args [8]string
@@ -191,6 +198,13 @@ type Outcome struct {
 	// Sent is when the fence was sent (zero for a reply); Recv when the
 	// reply (or the fence's) was read.
 	Sent, Recv time.Time
+	// Unexpected, with Fenced: the call was answered with a reply that
+	// the script never gives it (ErrUnexpectedReply), then settled. When
+	// it did not run, an acquire or an unlock fails with it rather than
+	// send the call again at once, as after a lost reply: whatever
+	// answered so would most likely answer so again. The idempotent calls
+	// (expire, cancel) are sent again after a back-off.
+	Unexpected error
 }
 
 // Stale decodes a script's refusal, {count}: the owner's count was not
@@ -213,6 +227,69 @@ func Pair(r Reply) (count int, v int64, ok bool) {
 	return int(vals[0]), vals[1], true
 }
 
+// Forms is a set of the forms of reply of the lock scripts (see
+// scripts/acquire.lua and scripts/unlock.lua).
+type Forms uint8
+
+const (
+	FormInt   Forms = 1 << iota // an integer
+	FormStale                   // {c}: refused, the count being c
+	FormPair                    // {n, v} with n > 0: a fenced grant's token, a read unlock's TTL
+	FormHeld                    // the status HELD: a non-reentrant re-acquire
+	allForms  = FormInt | FormStale | FormPair | FormHeld
+)
+
+// Has reports whether r has one of the forms of f. Any other reply (a nil,
+// a string, a map, an array of another length, or of a form another
+// script gives) came from something else than the script called, or
+// through something that changed it.
+func (f Forms) Has(r Reply) bool {
+	if f == 0 {
+		f = allForms
+	}
+	m, err := r.Res.ToMessage()
+	if err != nil {
+		return false
+	}
+	if m.IsInt64() {
+		return f&FormInt != 0
+	}
+	if vals, n, ok := pair(r); ok {
+		return n == 1 && f&FormStale != 0 || n == 2 && vals[0] > 0 && f&FormPair != 0
+	}
+	s, err := m.ToString()
+	return err == nil && s == "HELD" && f&FormHeld != 0
+}
+
+// Unexpected is the error of a reply that script s never gives.
+func Unexpected(s *scripts.Script, r Reply) error {
+	return fmt.Errorf("%w: %s replied %s", ErrUnexpectedReply, s, describe(r.Res))
+}
+
+// describe tells what a reply is, short whatever its size.
+func describe(res rueidis.RedisResult) string {
+	m, err := res.ToMessage()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return "nil"
+	case err != nil:
+		return err.Error()
+	case m.IsString():
+		v, _ := m.ToString()
+		if len(v) <= 40 {
+			return fmt.Sprintf("the string %q", v)
+		}
+		return fmt.Sprintf("a string of %d bytes, %q...", len(v), strings.ToValidUTF8(v[:40], ""))
+	case m.IsArray():
+		a, _ := m.ToArray()
+		return fmt.Sprintf("an array of %d elements", len(a))
+	case m.IsMap():
+		mm, _ := m.ToMap()
+		return fmt.Sprintf("a map of %d entries", len(mm))
+	}
+	return m.String() // a number, a boolean: short
+}
+
 // pair returns an array reply of one or two integers, without allocating.
 func pair(r Reply) (vals [2]int64, n int, ok bool) {
 	m, err := r.Res.ToMessage()
@@ -224,9 +301,10 @@ func pair(r Reply) (vals [2]int64, n int, ok bool) {
 		return vals, 0, false
 	}
 	for i := range arr {
-		if vals[i], err = arr[i].AsInt64(); err != nil {
-			return vals, 0, false
+		if !arr[i].IsInt64() {
+			return vals, 0, false // the scripts reply integers, not strings of digits
 		}
+		vals[i], _ = arr[i].AsInt64()
 	}
 	return vals, len(arr), true
 }
@@ -243,7 +321,12 @@ func (e *Engine) Exactly(ctx context.Context, deadline time.Time, c *Call) (Outc
 		r := e.X.Run(ctx, c.Script, c.Keys, c.Args)
 		switch r.Class {
 		case Done:
-			return Outcome{Reply: r, Recv: time.Now()}, nil
+			if c.Forms.Has(r) {
+				return Outcome{Reply: r, Recv: time.Now()}, nil
+			}
+			// A reply these scripts never give does not tell whether
+			// the call ran: settle it as a lost one.
+			r.Err = Unexpected(c.Script, r)
 		case Failed:
 			return Outcome{}, r.Err
 		case Closed:
@@ -269,6 +352,9 @@ func (e *Engine) Exactly(ctx context.Context, deadline time.Time, c *Call) (Outc
 		o, err := e.settle(ctx, time.Now().Add(e.Budget), c, c.Stop)
 		if err != nil {
 			return Outcome{}, fmt.Errorf("%w: %w (then: %w)", ErrUnresolved, r.Err, err)
+		}
+		if errors.Is(r.Err, ErrUnexpectedReply) {
+			o.Unexpected = r.Err
 		}
 		return o, nil
 	}

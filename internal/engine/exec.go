@@ -36,6 +36,11 @@ var (
 	// settling it in the background, undoing an acquisition the caller no
 	// longer waits for.
 	ErrUnresolved = errors.New("rlock: outcome not known yet")
+	// ErrUnexpectedReply: Redis (or something between it and the client)
+	// answered a script with a reply the script never gives. Such a
+	// reply does not tell whether the call ran: it is settled as a lost
+	// one.
+	ErrUnexpectedReply = errors.New("rlock: unexpected reply")
 )
 
 // Class says what a script call's reply tells about whether it ran.

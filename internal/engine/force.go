@@ -32,14 +32,17 @@ func (e *Engine) ForceDelete(ctx context.Context, s *scripts.Script, name string
 		r := e.X.Run(ctx, s, k, a)
 		switch r.Class {
 		case Done:
-			n, err := r.Int()
-			if err != nil {
-				return false, fmt.Errorf("rlock: %q: force unlock: unexpected reply: %w", name, err)
+			if m, err := r.Res.ToMessage(); err == nil && m.IsInt64() {
+				n, _ := m.AsInt64()
+				if r.Unsynced() {
+					return n == 1, e.resync(ctx, name, r)
+				}
+				return n == 1, nil
 			}
-			if r.Unsynced() {
-				return n == 1, e.resync(ctx, name, r)
-			}
-			return n == 1, nil
+			// A reply the script never gives does not tell whether it
+			// ran: as after a lost reply, send it again with the same
+			// latch, which returns the result of a run that happened.
+			r.Err = Unexpected(s, r)
 		case Failed, Closed:
 			return false, fmt.Errorf("rlock: %q: force unlock: %w", name, r.Err)
 		}

@@ -70,7 +70,7 @@ func (e *Engine) cancelWait(ctx context.Context, s *Spec, field string, wait tim
 func (e *Engine) leaveOnClose(s *Spec, field string, wait time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), e.X.Timeout)
 	defer cancel()
-	call := &Call{Script: s.Cancel, Name: s.Name, Field: field}
+	call := &Call{Script: s.Cancel, Name: s.Name, Field: field, Forms: FormInt}
 	call.Keys = s.CancelKeys(call.keys[:0], NewFence(s.Name))
 	call.Args = s.CancelArgs(call.args[:0], field, wait)
 	var b Backoff
@@ -116,8 +116,9 @@ func (e *Engine) sendCancel(ctx context.Context, s *Spec, h *hold.Hold, field st
 	if !ok {
 		deadline = time.Now().Add(e.Budget)
 	}
+	var bo Backoff
 	for {
-		call := &Call{Script: s.Cancel, Name: s.Name, Field: field, Stop: ctx.Done()}
+		call := &Call{Script: s.Cancel, Name: s.Name, Field: field, Stop: ctx.Done(), Forms: FormInt}
 		call.Keys = s.CancelKeys(call.keys[:0], h.Fence(NewFence))
 		call.Args = s.CancelArgs(call.args[:0], field, wait)
 		out, err := e.Exactly(ctx, deadline, call)
@@ -125,6 +126,17 @@ func (e *Engine) sendCancel(ctx context.Context, s *Spec, h *hold.Hold, field st
 			h.BurnFence()
 		}
 		switch {
+		case err == nil && out.Fenced && out.Unexpected != nil:
+			// Idempotent: sent again, after a back-off, as whatever
+			// answered so may well answer so again.
+			d := bo.Next()
+			if time.Now().Add(d).After(deadline) {
+				return false, nil, out.Unexpected
+			}
+			if sleep(ctx, d) != nil {
+				return false, nil, nil
+			}
+			continue
 		case err == nil && out.Fenced:
 			if ctx.Err() != nil {
 				return false, nil, nil

@@ -305,11 +305,18 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		}
 		switch r.Class {
 		case Done:
-			e.ops.end(record, seq, slot, false)
 			if fencedStatus(r.Res) {
+				e.ops.end(record, seq, slot, false)
 				return RecOutcome{}, false, fmt.Errorf("%w: %q", errFenced, c.Name)
 			}
-			return RecOutcome{Reply: r}, false, nil
+			if m, err := r.Res.ToMessage(); err == nil && m.IsInt64() {
+				e.ops.end(record, seq, slot, false)
+				return RecOutcome{Reply: r}, false, nil
+			}
+			// Every recorded script replies an integer or FENCED; any
+			// other reply does not tell whether the call ran: settle it
+			// from its record, as a lost one.
+			r.Err = Unexpected(c.Script, r)
 		case Failed:
 			e.ops.end(record, seq, slot, false)
 			return RecOutcome{}, false, r.Err
@@ -337,6 +344,9 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 		if err == nil {
 			e.ops.end(record, seq, slot, false)
 			if !o.Ran {
+				// Not run, or ran and changed nothing (a reply that was
+				// unexpected included): sent again after a back-off, while
+				// the deadline allows.
 				return RecOutcome{}, true, r.Err
 			}
 			if !c.NoSync {

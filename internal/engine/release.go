@@ -128,7 +128,10 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 			return gaveUp(fmt.Errorf("%w: the hold kept changing", ErrTimeout))
 		}
 		before := t.Count(h)
-		call := &Call{Script: s.Unlock, Name: s.Name, Field: field, Token: s.TokenKey, Stop: ctx.Done()}
+		call := &Call{Script: s.Unlock, Name: s.Name, Field: field, Token: s.TokenKey, Stop: ctx.Done(), Forms: FormInt | FormStale}
+		if s.UnlockTTL {
+			call.Forms |= FormPair // a partial read unlock: {count, ttl}
+		}
 		if s.Prefix != nil {
 			call.Prefix = s.Prefix(field)
 		}
@@ -166,6 +169,8 @@ func (e *Engine) unlockHeld(ctx context.Context, s *Spec, h *hold.Hold) (count i
 				return n, nil, false
 			case gone:
 				return 0, e.notHeld(s, field), false
+			case out.Unexpected != nil:
+				return gaveUp(fmt.Errorf("%w (it did not run)", out.Unexpected))
 			}
 			continue // it did not run and now never will: send it again
 		}
@@ -308,8 +313,9 @@ func (e *Engine) Expire(ctx context.Context, s *Spec, field string, lease time.D
 	}
 	first := time.Now()
 	deadline := first.Add(e.Budget)
+	var bo Backoff
 	for {
-		call := &Call{Script: scripts.Expire, Name: s.Name, Field: field, Stop: ctx.Done()}
+		call := &Call{Script: scripts.Expire, Name: s.Name, Field: field, Stop: ctx.Done(), Forms: FormInt}
 		call.Keys = append(call.keys[:0], s.Name, h.Fence(NewFence))
 		call.Args = append(call.args[:0], field, ms(lease))
 		out, err := e.Exactly(ctx, deadline, call)
@@ -322,6 +328,18 @@ func (e *Engine) Expire(ctx context.Context, s *Spec, field string, lease time.D
 			return false, fmt.Errorf("rlock: %q: expire: %w", s.Name, err)
 		}
 		if out.Fenced {
+			if out.Unexpected != nil {
+				// Idempotent: sent again, after a back-off, as whatever
+				// answered so may well answer so again.
+				d := bo.Next()
+				if time.Now().Add(d).After(deadline) {
+					return false, fmt.Errorf("rlock: %q: expire: %w", s.Name, out.Unexpected)
+				}
+				if err := sleep(ctx, d); err != nil {
+					return false, err
+				}
+				continue
+			}
 			if time.Now().After(deadline) {
 				return false, fmt.Errorf("rlock: %q: expire: %w: the reply was lost", s.Name, ErrTimeout)
 			}
