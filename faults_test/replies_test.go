@@ -530,7 +530,8 @@ func runReplyCase(t *testing.T, f *redistest.Faulty, o *rlock.Client, sc replySc
 // leftKeys describes the Redisson-visible keys that hold name (this
 // library's own goredisson_ keys aside): each key's name with name and the
 // client's id replaced, its type, its content (a string's value, a hash's
-// values, a collection's size) and whether it has a TTL.
+// values, a collection's size) and whether it has a TTL. Then it deletes
+// every key of name.
 func leftKeys(t *testing.T, rc rueidis.Client, name, clientID string) []string {
 	ctx := context.Background()
 	var keys []string
@@ -572,5 +573,10 @@ func leftKeys(t *testing.T, rc rueidis.Client, name, clientID string) []string {
 		out = append(out, fmt.Sprintf("%s %s=%s ttl:%v", k, typ, content, ttl > 0))
 	}
 	slices.Sort(out)
+	// The case is over: its keys go, so that the keyspace the next cases
+	// scan does not grow with every case.
+	for _, k := range keys {
+		require.NoError(t, rc.Do(ctx, rc.B().Del().Key(k).Build()).Error())
+	}
 	return out
 }
