@@ -394,8 +394,7 @@ func (s *PermitExpirableSemaphore) query(ctx context.Context, op, id, date strin
 		r := e.X.Run(ctx, scripts.PsemQuery, []string{s.name, s.timeouts, s.channel}, args)
 		switch r.Class {
 		case engine.Done:
-			if m, err := r.Res.ToMessage(); err == nil && m.IsInt64() {
-				v, _ := m.AsInt64()
+			if v, ok := r.Integer(); ok {
 				if op == "update" && r.Unsynced() {
 					// The new expiry is on the master: wait for the replicas
 					// as after any other write, and say so if none has it.

@@ -200,6 +200,17 @@ func (r Reply) Unsynced() bool {
 // Int returns the script's integer reply.
 func (r Reply) Int() (int64, error) { return r.Res.AsInt64() }
 
+// Integer returns the reply when it is a RESP integer, the only form most
+// scripts reply with (not a string of digits, which AsInt64 also reads).
+func (r Reply) Integer() (int64, bool) {
+	m, err := r.Res.ToMessage()
+	if err != nil || !m.IsInt64() {
+		return 0, false
+	}
+	v, _ := m.AsInt64()
+	return v, true
+}
+
 // cmdCtx returns the context of one call: not ended by the caller's
 // cancellation (a reply on its way must be read) and bounded by the
 // command timeout (plus at most a twentieth of it: contexts are shared by

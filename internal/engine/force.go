@@ -32,8 +32,7 @@ func (e *Engine) ForceDelete(ctx context.Context, s *scripts.Script, name string
 		r := e.X.Run(ctx, s, k, a)
 		switch r.Class {
 		case Done:
-			if m, err := r.Res.ToMessage(); err == nil && m.IsInt64() {
-				n, _ := m.AsInt64()
+			if n, ok := r.Integer(); ok {
 				if r.Unsynced() {
 					return n == 1, e.resync(ctx, name, r)
 				}

@@ -309,7 +309,7 @@ func (e *Engine) recordedOnce(ctx context.Context, deadline time.Time, c *RecCal
 				e.ops.end(record, seq, slot, false)
 				return RecOutcome{}, false, fmt.Errorf("%w: %q", errFenced, c.Name)
 			}
-			if m, err := r.Res.ToMessage(); err == nil && m.IsInt64() {
+			if _, ok := r.Integer(); ok {
 				e.ops.end(record, seq, slot, false)
 				return RecOutcome{Reply: r}, false, nil
 			}
