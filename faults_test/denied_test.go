@@ -29,6 +29,17 @@ func TestDeniedCallWritesNothing(t *testing.T) {
 		do(t, srv, "ZADD", "redisson_lock_timeout:{"+n+"}", fmt.Sprint(time.Now().UnixMilli()+3_600_000), field(c, 2))
 		return nil
 	}
+	// The same with five more waiters behind the head, whose reservations
+	// the grant pulls forward (in bulk, or by ZINCRBY when the ACL has no
+	// bulk command).
+	freeWithHeadAndWaiters := func(c *rlock.Client, n string) error {
+		_ = freeWithHead(c, n)
+		for o := int64(3); o < 8; o++ {
+			do(t, srv, "RPUSH", "redisson_lock_queue:{"+n+"}", field(c, o))
+			do(t, srv, "ZADD", "redisson_lock_timeout:{"+n+"}", fmt.Sprint(time.Now().UnixMilli()+3_600_000+o*300_000), field(c, o))
+		}
+		return nil
+	}
 	takeAsHead := func(c *rlock.Client, n string) error {
 		_, err := c.FairLock(n).TryLock(rlock.WithOwner(ctx, 2), 0, time.Minute)
 		return err
@@ -105,6 +116,10 @@ func TestDeniedCallWritesNothing(t *testing.T) {
 			heldBy2, queueBehind},
 		{"fair acquire, the head taking it", "hset", "",
 			freeWithHead, takeAsHead},
+		{"fair acquire, the head taking it before five waiters", "zincrby", "",
+			freeWithHeadAndWaiters, takeAsHead},
+		{"fair acquire, the head taking it before five waiters", "hset", "",
+			freeWithHeadAndWaiters, takeAsHead},
 		// From a review: a read that follows a write, and writes before
 		// writes, in scripts that were thought safe by their order.
 		{"re-entrant unlock", "pexpire", "",

@@ -32,11 +32,47 @@
 --           (Redisson replies with the error NON_REENTRANT_REACQUIRE)
 --
 -- The data it writes is exactly Redisson's: the stale cleanup, the grant
--- that pops the head and pulls every other reservation forward by ARGV[5],
+-- that pops the head and pulls every other reservation forward by ARGV[5]
+-- (with the same scores, in bulk: fair_pull_forward),
 -- re-entry, and the enqueue whose reservation is the last waiter's (or the
 -- lock's PTTL) plus ARGV[5]. Queueing again is a no-op (the waiter keeps
 -- its place), but the grant is not idempotent: a lost reply is settled
 -- with fence.lua, never by resending.
+
+-- fair_bulk_ok tells whether the server can check the caller's ACL (Redis
+-- 7+, Valkey) and it allows every command of fair_pull_forward's bulk path.
+-- It writes nothing and raises nothing: a false only selects the ZINCRBYs,
+-- which the caller checked with its other writes.
+local function fair_bulk_ok(timeouts, tmp)
+    local may = redis.acl_check_cmd
+    return may ~= nil and may('pttl', timeouts) and may('sadd', tmp, 'x') and
+        may('zunionstore', timeouts, '2', timeouts, tmp, 'WEIGHTS', '1', '0') and may('del', tmp)
+end
+
+-- fair_pull_forward moves every reservation in timeouts forward by wait ms,
+-- as Redisson's grant does with one ZINCRBY per waiter (PROTOCOL.md 4.3).
+-- In bulk, one ZUNIONSTORE of timeouts with a set of its members weighted
+-- -wait writes the same scores: each is score + (-wait), the one addition
+-- ZINCRBY makes. The set lives in tmp, a key of the same slot that does not
+-- exist (this call's fence key), only within this script. ZUNIONSTORE
+-- replaces the key and so would drop a TTL: a timeouts key with one (set by
+-- Java's expire) takes the ZINCRBYs, as does a queue of three or fewer,
+-- where the bulk path's commands cost more than the ZINCRBYs.
+local function fair_pull_forward(timeouts, wait, tmp)
+    local all = redis.call('zrange', timeouts, 0, -1)
+    if #all > 3 and fair_bulk_ok(timeouts, tmp) and redis.call('pttl', timeouts) == -1 then
+        for i = 1, #all, 4000 do
+            redis.call('sadd', tmp, unpack(all, i, math.min(#all, i + 3999)))
+        end
+        redis.call('zunionstore', timeouts, 2, timeouts, tmp, 'WEIGHTS', 1, -wait)
+        redis.call('del', tmp)
+        return
+    end
+    for i = 1, #all do
+        redis.call('zincrby', timeouts, -wait, all[i])
+    end
+end
+
 local fence = KEYS[4]
 if redis.call('exists', fence) == 1 then
     return 0
@@ -75,10 +111,7 @@ if redis.call('exists', KEYS[1]) == 0 then
         redis.call('pexpire', KEYS[1], ARGV[1])
         redis.call('lpop', KEYS[2])
         redis.call('zrem', KEYS[3], ARGV[2])
-        local waiting = redis.call('zrange', KEYS[3], 0, -1)
-        for i = 1, #waiting do
-            redis.call('zincrby', KEYS[3], -wait, waiting[i])
-        end
+        fair_pull_forward(KEYS[3], wait, fence)
         redis.call('hset', KEYS[1], ARGV[2], 1)
         redis.call('pexpire', KEYS[1], ARGV[1])
         return 1

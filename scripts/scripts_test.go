@@ -256,9 +256,12 @@ func TestExplainDeniedCommand(t *testing.T) {
 
 // The fair grant pulls every other reservation forward by the wait, as
 // Redisson's ZINCRBY per waiter does: the scores must come out as the same
-// doubles (compared with a copy moved by ZINCRBY), fractions included, and
-// over a long queue (a batched rewrite of the grant, tried and measured
-// slower, must still pass this).
+// doubles (compared with a copy moved by ZINCRBY), fractions included. A
+// long queue takes the bulk path (one ZUNIONSTORE, its SADDs in chunks of
+// 4000 members); a queue of three or fewer, a timeouts key with a TTL (which
+// it keeps) and a user whose ACL lacks a bulk command take the ZINCRBYs.
+// Either way the call's fence key, the bulk path's scratch set, is left
+// absent.
 func TestFairGrantMovesQueueAsRedisson(t *testing.T) {
 	srv, rc := setup(t)
 	ctx := context.Background()
@@ -267,30 +270,89 @@ func TestFairGrantMovesQueueAsRedisson(t *testing.T) {
 		timeouts = "redisson_lock_timeout:{res}"
 		copyKey  = "copy:{res}"
 		wait     = "300000"
-		n        = 2501
 	)
-	do(t, srv, "RPUSH", queue, owner)
-	do(t, srv, "ZADD", timeouts, "1e12", owner)
-	for i := range n {
-		m, score := fmt.Sprintf("w%d", i), fmt.Sprintf("%.17g", 1e12+float64(i)*1234.567891234+0.1)
-		do(t, srv, "RPUSH", queue, m)
-		do(t, srv, "ZADD", timeouts, score, m)
-		do(t, srv, "ZADD", copyKey, score, m)
+	do(t, srv, "ACL", "SETUSER", "nobulk", "on", ">pw", "~*", "&*", "+@all", "-zunionstore")
+	o := srv.ClientOption()
+	o.Username, o.Password, o.DisableCache = "nobulk", "pw", true
+	nobulk, err := rueidis.NewClient(o)
+	require.NoError(t, err)
+	t.Cleanup(nobulk.Close)
+	for _, tc := range []struct {
+		name  string
+		n     int
+		ttl   bool
+		c     rueidis.Client
+		zincr bool // the ZINCRBY path, not the bulk one
+	}{
+		{"bulk", 2501, false, rc, false},
+		{"bulk over two SADDs", 4003, false, rc, false},
+		{"four waiters", 4, false, rc, false},
+		{"three waiters", 3, false, rc, true},
+		{"one waiter", 1, false, rc, true},
+		{"none", 0, false, rc, true},
+		{"timeouts with a TTL", 50, true, rc, true},
+		{"ACL without ZUNIONSTORE", 50, false, nobulk, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			do(t, srv, "DEL", key, queue, timeouts, copyKey, fence1)
+			do(t, srv, "RPUSH", queue, owner)
+			do(t, srv, "ZADD", timeouts, "1e12", owner)
+			if tc.n > 0 {
+				q, z := []string{"RPUSH", queue}, []string{"ZADD", timeouts}
+				for i := range tc.n {
+					m, score := fmt.Sprintf("w%d", i), fmt.Sprintf("%.17g", 1e12+float64(i)*1234.567891234+0.1)
+					q, z = append(q, m), append(z, score, m)
+				}
+				do(t, srv, q...)
+				do(t, srv, z...)
+				do(t, srv, "ZUNIONSTORE", copyKey, "1", timeouts)
+				do(t, srv, "ZREM", copyKey, owner)
+			}
+			if tc.ttl {
+				do(t, srv, "PEXPIRE", timeouts, "3600000")
+			}
+			zincr0, err := redistest.CommandCalls(ctx, rc, "zincrby")
+			require.NoError(t, err)
+			bulk0, err := redistest.CommandCalls(ctx, rc, "zunionstore")
+			require.NoError(t, err)
+			got, err := scripts.FairAcquire.Exec(ctx, tc.c, []string{key, queue, timeouts, fence1},
+				[]string{"30000", owner, "0", "60000", wait, "1000", "q"}).AsInt64()
+			require.NoError(t, err)
+			require.EqualValues(t, 1, got, "the head takes the lock")
+			zincr1, err := redistest.CommandCalls(ctx, rc, "zincrby")
+			require.NoError(t, err)
+			bulk1, err := redistest.CommandCalls(ctx, rc, "zunionstore")
+			require.NoError(t, err)
+			if tc.zincr {
+				assert.EqualValues(t, tc.n, zincr1-zincr0, "ZINCRBYs")
+				assert.Zero(t, bulk1-bulk0, "ZUNIONSTOREs")
+			} else {
+				assert.Zero(t, zincr1-zincr0, "ZINCRBYs")
+				assert.EqualValues(t, 1, bulk1-bulk0, "ZUNIONSTOREs")
+			}
+			for i := range tc.n {
+				do(t, srv, "ZINCRBY", copyKey, "-"+wait, fmt.Sprintf("w%d", i))
+			}
+			want, err := do(t, srv, "ZRANGE", copyKey, "0", "-1", "WITHSCORES").AsZScores()
+			require.NoError(t, err)
+			have, err := do(t, srv, "ZRANGE", timeouts, "0", "-1", "WITHSCORES").AsZScores()
+			require.NoError(t, err)
+			require.Len(t, have, tc.n, "the granted owner's reservation is gone, the others stay")
+			assert.Equal(t, want, have, "the same members and the same doubles")
+			q, err := do(t, srv, "LLEN", queue).AsInt64()
+			require.NoError(t, err)
+			assert.EqualValues(t, tc.n, q)
+			assert.Zero(t, exists(t, srv, fence1), "the fence key (the scratch set) is left")
+			pttl, err := do(t, srv, "PTTL", timeouts).AsInt64()
+			require.NoError(t, err)
+			switch {
+			case tc.n == 0:
+				assert.EqualValues(t, -2, pttl, "timeouts")
+			case tc.ttl:
+				assert.InDelta(t, 3600000, pttl, 60000, "the TTL of timeouts")
+			default:
+				assert.EqualValues(t, -1, pttl, "timeouts")
+			}
+		})
 	}
-	got, err := scripts.FairAcquire.Exec(ctx, rc, []string{key, queue, timeouts, fence1},
-		[]string{"30000", owner, "0", "60000", wait, "1000", "q"}).AsInt64()
-	require.NoError(t, err)
-	require.EqualValues(t, 1, got, "the head takes the lock")
-	for i := range n {
-		do(t, srv, "ZINCRBY", copyKey, "-"+wait, fmt.Sprintf("w%d", i))
-	}
-	want, err := do(t, srv, "ZRANGE", copyKey, "0", "-1", "WITHSCORES").AsZScores()
-	require.NoError(t, err)
-	have, err := do(t, srv, "ZRANGE", timeouts, "0", "-1", "WITHSCORES").AsZScores()
-	require.NoError(t, err)
-	require.Len(t, have, n, "the granted owner's reservation is gone, the others stay")
-	assert.Equal(t, want, have, "the same members and the same doubles")
-	q, err := do(t, srv, "LLEN", queue).AsInt64()
-	require.NoError(t, err)
-	assert.EqualValues(t, n, q)
 }
