@@ -259,9 +259,9 @@ func TestExplainDeniedCommand(t *testing.T) {
 // doubles (compared with a copy moved by ZINCRBY), fractions included. A
 // long queue takes the bulk path (one ZUNIONSTORE, its SADDs in chunks of
 // 4000 members); a queue of three or fewer, a timeouts key with a TTL (which
-// it keeps) and a user whose ACL lacks a bulk command take the ZINCRBYs.
-// Either way the call's fence key, the bulk path's scratch set, is left
-// absent.
+// it keeps), a user whose ACL lacks a bulk command and a server where one is
+// renamed away take the ZINCRBYs. Either way the call's fence key, the bulk
+// path's scratch set, is left absent.
 func TestFairGrantMovesQueueAsRedisson(t *testing.T) {
 	srv, rc := setup(t)
 	ctx := context.Background()
@@ -277,51 +277,60 @@ func TestFairGrantMovesQueueAsRedisson(t *testing.T) {
 	nobulk, err := rueidis.NewClient(o)
 	require.NoError(t, err)
 	t.Cleanup(nobulk.Close)
+	renamed := redistest.StandaloneWith(t, redistest.Config{Name: "renamed", Args: []string{"--rename-command", "zunionstore", ""}})
+	renamedRC, err := renamed.Client()
+	require.NoError(t, err)
+	t.Cleanup(renamedRC.Close)
 	for _, tc := range []struct {
 		name  string
 		n     int
 		ttl   bool
+		srv   *redistest.Server
 		c     rueidis.Client
 		zincr bool // the ZINCRBY path, not the bulk one
 	}{
-		{"bulk", 2501, false, rc, false},
-		{"bulk over two SADDs", 4003, false, rc, false},
-		{"four waiters", 4, false, rc, false},
-		{"three waiters", 3, false, rc, true},
-		{"one waiter", 1, false, rc, true},
-		{"none", 0, false, rc, true},
-		{"timeouts with a TTL", 50, true, rc, true},
-		{"ACL without ZUNIONSTORE", 50, false, nobulk, true},
+		{"bulk", 2501, false, srv, rc, false},
+		{"bulk over two SADDs", 4003, false, srv, rc, false},
+		{"four waiters", 4, false, srv, rc, false},
+		{"three waiters", 3, false, srv, rc, true},
+		{"one waiter", 1, false, srv, rc, true},
+		{"none", 0, false, srv, rc, true},
+		{"timeouts with a TTL", 50, true, srv, rc, true},
+		{"ACL without ZUNIONSTORE", 50, false, srv, nobulk, true},
+		{"ZUNIONSTORE renamed away", 50, false, renamed, renamedRC, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			srv := tc.srv
+			admin, err := srv.Client()
+			require.NoError(t, err)
+			defer admin.Close()
 			do(t, srv, "DEL", key, queue, timeouts, copyKey, fence1)
 			do(t, srv, "RPUSH", queue, owner)
 			do(t, srv, "ZADD", timeouts, "1e12", owner)
 			if tc.n > 0 {
-				q, z := []string{"RPUSH", queue}, []string{"ZADD", timeouts}
+				q, z, zc := []string{"RPUSH", queue}, []string{"ZADD", timeouts}, []string{"ZADD", copyKey}
 				for i := range tc.n {
 					m, score := fmt.Sprintf("w%d", i), fmt.Sprintf("%.17g", 1e12+float64(i)*1234.567891234+0.1)
-					q, z = append(q, m), append(z, score, m)
+					q, z, zc = append(q, m), append(z, score, m), append(zc, score, m)
 				}
 				do(t, srv, q...)
 				do(t, srv, z...)
-				do(t, srv, "ZUNIONSTORE", copyKey, "1", timeouts)
-				do(t, srv, "ZREM", copyKey, owner)
+				do(t, srv, zc...)
 			}
 			if tc.ttl {
 				do(t, srv, "PEXPIRE", timeouts, "3600000")
 			}
-			zincr0, err := redistest.CommandCalls(ctx, rc, "zincrby")
+			zincr0, err := redistest.CommandCalls(ctx, admin, "zincrby")
 			require.NoError(t, err)
-			bulk0, err := redistest.CommandCalls(ctx, rc, "zunionstore")
+			bulk0, err := redistest.CommandCalls(ctx, admin, "zunionstore")
 			require.NoError(t, err)
 			got, err := scripts.FairAcquire.Exec(ctx, tc.c, []string{key, queue, timeouts, fence1},
 				[]string{"30000", owner, "0", "60000", wait, "1000", "q"}).AsInt64()
 			require.NoError(t, err)
 			require.EqualValues(t, 1, got, "the head takes the lock")
-			zincr1, err := redistest.CommandCalls(ctx, rc, "zincrby")
+			zincr1, err := redistest.CommandCalls(ctx, admin, "zincrby")
 			require.NoError(t, err)
-			bulk1, err := redistest.CommandCalls(ctx, rc, "zunionstore")
+			bulk1, err := redistest.CommandCalls(ctx, admin, "zunionstore")
 			require.NoError(t, err)
 			if tc.zincr {
 				assert.EqualValues(t, tc.n, zincr1-zincr0, "ZINCRBYs")
