@@ -258,6 +258,57 @@ func TestFaultMatrix(t *testing.T) {
 				})
 			}
 
+			if k.fair {
+				// The grant pulls the reservations of the four waiters
+				// behind the head forward in bulk (one ZUNIONSTORE, more
+				// than three waiters): a grant whose reply was lost moves
+				// them by exactly one wait, once, like any other grant.
+				t.Run(k.name+"/grant before four waiters/"+ruleName(rule), func(t *testing.T) {
+					e := newMatrixEnv(t, srv)
+					name := fmt.Sprintf("fm-%s-bulk-%s", k.name, ruleName(rule))
+					holder := k.lock(e.other, name)
+					require.NoError(t, holder.Lock(ctx))
+					attempts := e.faulty.Count(isScript(k.acquire))
+					l := k.lock(e.c, name)
+					got := lockAsync(me, l)
+					eventually(t, 5*time.Second, "the waiter", func() bool { return e.c.Stats().Waiters == 1 && attempts() >= 2 })
+					var behind []<-chan result
+					for o := int64(3); o < 7; o++ {
+						behind = append(behind, lockAsync(rlock.WithOwner(ctx, o), k.lock(e.other, name)))
+						eventually(t, 5*time.Second, "a waiter behind queued", func() bool {
+							return doInt(t, e.srv, "LLEN", rlock.FairQueueName(name)) == o-1
+						})
+					}
+					before := map[string]int64{}
+					for o := int64(3); o < 7; o++ {
+						before[field(e.other, o)] = doInt(t, e.srv, "ZSCORE", rlock.FairTimeoutName(name), field(e.other, o))
+					}
+					bulk0, err := redistest.CommandCalls(ctx, must(srv.Client()), "zunionstore")
+					require.NoError(t, err)
+					r := rule
+					r.Match = isScript(k.acquire)
+					e.faulty.Inject(r)
+					require.NoError(t, holder.Unlock(ctx))
+					require.NoError(t, waitResult(t, got, 20*time.Second, "the head").err)
+					assert.Zero(t, e.faulty.Pending(), "the fault hit the grant")
+					e.faulty.WaitLate()
+					bulk1, err := redistest.CommandCalls(ctx, must(srv.Client()), "zunionstore")
+					require.NoError(t, err)
+					assert.EqualValues(t, 1, bulk1-bulk0, "one grant, in bulk")
+					assert.Equal(t, int64(1), count(e, name), "one Lock, count 1")
+					wait := int64(rlock.DefaultFairLockWaitTimeout / time.Millisecond)
+					for m, b := range before {
+						assert.Equal(t, wait, b-doInt(t, e.srv, "ZSCORE", rlock.FairTimeoutName(name), m), "%s moved up by one wait, once", m)
+					}
+					require.NoError(t, l.Unlock(me))
+					for i, ch := range behind {
+						require.NoError(t, waitResult(t, ch, 20*time.Second, "a waiter behind").err)
+						require.NoError(t, k.lock(e.other, name).Unlock(rlock.WithOwner(ctx, int64(i+3))))
+					}
+					settled(t, e, name)
+				})
+			}
+
 			if k.checkTokenExact {
 				// A re-entry is a grant too: it issues the next token,
 				// and a lost reply must not lose or repeat it.
