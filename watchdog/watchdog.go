@@ -6,12 +6,26 @@
 //
 // The holds and their renewal state live in the client's hold table
 // (internal/hold), the one record of each hold; the watchdog keeps none of
-// its own. A hold is lost, and ended in the table with a cause wrapping
-// ErrLockLost, when a renewal finds the owner field gone (ErrNotHeld), or
-// when renewals keep failing and the next attempt could come too late
-// (ErrRenewFailed): the report then comes before the lease can run out
-// (never later than a tenth of a period before the lease ends), so the
-// holder learns of the loss before another client can take the lock.
+// its own.
+//
+// A round renews the holds whose leases end first first, and ends (failing
+// what is left) after a period, or earlier, a margin (a tenth of a period)
+// before the earliest lease in it could run out. A hold is lost, and ended
+// in the table with a cause wrapping ErrLockLost, when a renewal finds the
+// owner field gone (ErrNotHeld), or when its renewal failed and the next
+// attempt could come too late (ErrRenewFailed):
+//   - when Redis answered nothing in the round (unreachable, stalled,
+//     refusing), the next attempt is taken to be a period away, so the loss
+//     is reported about a period before the lease ends (two thirds of the
+//     timeout after the last renewal);
+//   - when Redis answered other batches of the round (it was serving, but
+//     more holds were due than it renewed in the period, it paused, or one
+//     cluster node failed), the next round begins at once and takes the
+//     holds left first; they are reported lost when a round cannot renew
+//     them a margin before their leases end.
+//
+// Either way the holder learns of the loss before the lease can run out,
+// and so before another client can take the lock.
 //
 // A renewal's lease is counted from when the round was sent, not from when
 // its reply was read. Ending a hold in the table waits for a round in
@@ -20,10 +34,12 @@
 package watchdog
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,7 +78,9 @@ type Config struct {
 	// Renew renews batches of holds of one kind and returns one Result per
 	// batch. It must honour ctx, which ends when the round has taken a
 	// period, or earlier when a lease in it is about to run out, or at
-	// Close; batches it could not renew by then get an error.
+	// Close; batches it could not renew by then get
+	// an error. It should renew the batches in the order given (the
+	// earliest leases first).
 	Renew func(ctx context.Context, kind hold.Kind, batches [][]hold.Key) []Result
 	// MaxHold, when positive, bounds how long a hold is renewed: after
 	// MaxHold from its beginning it is reported lost (ErrMaxHold) and left
@@ -145,32 +163,42 @@ func (w *Watchdog) round() {
 		return
 	}
 	start := time.Now()
-	groups := make(map[group][]int)
-	earliest := start.Add(w.cfg.Timeout) // the earliest end of a lease in the round
+	// Holds go in the order their leases end, the earliest first, so that
+	// a round cut short by its deadline (more holds than one period can
+	// renew, or a server that paused) leaves out those with the most
+	// lease left, which the next round then takes first.
+	order := make([]int, 0, len(items))
+	ends := make([]int64, len(items))
+	deadline := start.Add(w.period) // a round may take a period
 	for i, it := range items {
 		if w.cfg.MaxHold > 0 && start.Sub(it.Since) >= w.cfg.MaxHold {
 			tab.Lost(r, it, w.lost(it, fmt.Errorf("%w (%v)", ErrMaxHold, w.cfg.MaxHold)))
 			continue
 		}
-		g := group{kind: it.Key.Kind}
+		ends[i] = it.Set.Add(it.TTL).UnixNano()
+		// ...but must end (failing what is left) a margin before the
+		// earliest lease in it could run out, so that a stalled round
+		// still reports the loss in time (a re-entry's lease may be
+		// shorter than the timeout).
+		if by := it.Set.Add(it.TTL - w.margin()); by.Before(deadline) {
+			deadline = by
+		}
+		order = append(order, i)
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ends[a], ends[b]) })
+	groups := make(map[group][]int)
+	for _, i := range order {
+		g := group{kind: items[i].Key.Kind}
 		if w.cfg.Slot != nil {
-			g.slot = w.cfg.Slot(it.Key.Name)
+			g.slot = w.cfg.Slot(items[i].Key.Name)
 		}
 		groups[g] = append(groups[g], i)
-		if end := it.Set.Add(it.TTL); end.Before(earliest) {
-			earliest = end // a re-entry's lease may be shorter than the timeout
-		}
-	}
-	// A round may take a period, but must end (failing what is left) a
-	// margin before the earliest lease in it could run out, so that a
-	// stalled round still reports the loss in time.
-	deadline := start.Add(w.period)
-	if d := earliest.Add(-w.margin()); d.Before(deadline) {
-		deadline = d
 	}
 	ctx, cancel := context.WithDeadline(w.ctx, deadline)
 	defer cancel()
 
+	// Batches of one kind and slot, in the order of their first lease end;
+	// the kinds in the order of their earliest batch.
 	byKind := make(map[hold.Kind][][]int)
 	for g, idx := range groups {
 		for len(idx) > 0 {
@@ -179,7 +207,22 @@ func (w *Watchdog) round() {
 			idx = idx[n:]
 		}
 	}
+	kinds := make([]hold.Kind, 0, len(byKind))
 	for kind, batches := range byKind {
+		slices.SortStableFunc(batches, func(a, b []int) int { return cmp.Compare(ends[a[0]], ends[b[0]]) })
+		kinds = append(kinds, kind)
+	}
+	slices.SortFunc(kinds, func(a, b hold.Kind) int { return cmp.Compare(ends[byKind[a][0][0]], ends[byKind[b][0][0]]) })
+
+	type outcome struct {
+		batches [][]int
+		results []Result
+		end     time.Time
+	}
+	outcomes := make([]outcome, 0, len(kinds))
+	progress := false // a batch of the round was answered: Redis is serving
+	for _, kind := range kinds {
+		batches := byKind[kind]
 		keys := make([][]hold.Key, len(batches))
 		for i, b := range batches {
 			keys[i] = make([]hold.Key, len(b))
@@ -188,11 +231,25 @@ func (w *Watchdog) round() {
 			}
 		}
 		results := w.cfg.Renew(ctx, kind, keys)
-		end := time.Now()
-		for i, b := range batches {
+		for _, res := range results {
+			progress = progress || res.Err == nil
+		}
+		outcomes = append(outcomes, outcome{batches, results, time.Now()})
+	}
+	// When the round's time ran out, the ticker has a tick waiting and the
+	// next round begins at once; otherwise at the next tick, at the latest
+	// a period after this round began.
+	next := start.Add(w.period)
+	if now := time.Now(); now.After(next) {
+		next = now
+	}
+	var retried int
+	var retryErr error
+	for _, o := range outcomes {
+		for i, b := range o.batches {
 			var res Result
-			if i < len(results) {
-				res = results[i]
+			if i < len(o.results) {
+				res = o.results[i]
 			} else {
 				res.Err = errors.New("watchdog: renew returned no result for the batch")
 			}
@@ -200,20 +257,29 @@ func (w *Watchdog) round() {
 				it := items[k]
 				switch {
 				case res.Err == nil && j < len(res.Renewed) && res.Renewed[j]:
-					tab.Renewed(r, it, start, end)
+					tab.Renewed(r, it, start, o.end)
 				case res.Err == nil:
 					tab.Gone(r, it, w.lost(it, ErrNotHeld))
 				case w.ctx.Err() != nil:
 					// Closing: nothing to report.
-				case end.Add(w.period + w.margin()).Before(it.Set.Add(it.TTL)):
-					// The next round, one period away, can still renew
-					// before the lease runs out.
-					w.cfg.Logger.Warn("watchdog: renewal failed, will retry", "key", it.Key.Name, "err", res.Err)
+				case progress && next.Add(2*w.margin()).Before(it.Set.Add(it.TTL)),
+					o.end.Add(w.period + w.margin()).Before(it.Set.Add(it.TTL)):
+					// Redis answered other batches of this round (this
+					// one failed, or the round ran out of time before
+					// it), and the next round, which takes the earliest
+					// leases first, can still renew it a margin before
+					// its lease runs out; or, with no answer at all, the
+					// round after a whole period still can.
+					retried++
+					retryErr = res.Err
 				default:
 					tab.Lost(r, it, w.lost(it, fmt.Errorf("%w: %w", ErrRenewFailed, res.Err)))
 				}
 			}
 		}
+	}
+	if retried > 0 {
+		w.cfg.Logger.Warn("watchdog: renewals not done this round, will retry", "holds", retried, "of", len(items), "err", retryErr)
 	}
 }
 

@@ -293,3 +293,110 @@ func TestReleasingHoldIsNotLost(t *testing.T) {
 	f.add(t, k)
 	assert.ErrorIs(t, <-f.lost, watchdog.ErrNotHeld)
 }
+
+// More holds than a round can renew in a period (each call costs the
+// server time): rounds end at their deadline with holds left, and none of
+// them is reported lost as long as the server renews every hold within a
+// lease. Rounds take the earliest leases first, so the holds a cut round
+// left come first in the next one.
+func TestOverloadedRoundsLoseNothing(t *testing.T) {
+	const (
+		timeout = 600 * time.Millisecond // rounds every 200ms
+		holds   = 40
+		cost    = 8 * time.Millisecond // per call: about 25 calls per period, 75 per lease
+	)
+	var mu sync.Mutex
+	var rounds [][]string // per round: the holds renewed, in order
+	var failed []map[string]bool
+	f := &fixture{lost: make(chan error, holds)}
+	f.tab = hold.New(timeout, func(_ hold.Key, err error) { f.lost <- err })
+	w, err := watchdog.New(watchdog.Config{Table: f.tab, Timeout: timeout, BatchSize: 1,
+		Renew: func(ctx context.Context, _ hold.Kind, b [][]hold.Key) []watchdog.Result {
+			out := make([]watchdog.Result, len(b))
+			var renewed []string
+			miss := map[string]bool{}
+			for i, batch := range b {
+				select {
+				case <-ctx.Done():
+					out[i].Err = ctx.Err()
+					miss[batch[0].Name] = true
+					continue
+				case <-time.After(cost):
+				}
+				out[i].Renewed = []bool{true}
+				renewed = append(renewed, batch[0].Name)
+			}
+			mu.Lock()
+			rounds = append(rounds, renewed)
+			failed = append(failed, miss)
+			mu.Unlock()
+			return out
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close(); f.tab.Close() })
+	for i := range holds {
+		f.add(t, key(fmt.Sprint("h", i)))
+	}
+	time.Sleep(5 * timeout)
+	select {
+	case err := <-f.lost:
+		t.Fatalf("a hold was reported lost: %v", err)
+	default:
+	}
+	assert.Equal(t, holds, f.renewing())
+
+	mu.Lock()
+	defer mu.Unlock()
+	cut, first := 0, 0
+	for i := 1; i < len(rounds); i++ {
+		if len(failed[i-1]) == 0 {
+			continue
+		}
+		cut++
+		if len(rounds[i]) > 0 && failed[i-1][rounds[i][0]] {
+			first++
+		}
+	}
+	t.Logf("%d rounds, %d cut short; the next round began with a hold the cut one left in %d", len(rounds), cut, first)
+	require.Positive(t, cut, "no round was cut short: the test did not overload the watchdog")
+	assert.Equal(t, cut, first, "a round after a cut one must begin with a hold the cut one left")
+}
+
+// One hold's renewals keep failing while Redis renews the others (a
+// cluster node down, say): it is retried in the rounds that follow, and
+// reported lost before its lease can run out; the others keep renewing.
+func TestLostBeforeLeaseEndsWhileOthersRenew(t *testing.T) {
+	const timeout = 600 * time.Millisecond
+	var mu sync.Mutex
+	failing := false
+	var lastOK time.Time
+	r := &renewer{answer: func(h hold.Key) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if h.Name == "down" {
+			if failing {
+				return false, errors.New("connection refused")
+			}
+			lastOK = time.Now()
+		}
+		return true, nil
+	}, roundCh: make(chan struct{}, 100)}
+	f := newWatchdog(t, r, watchdog.Config{Timeout: timeout, BatchSize: 1})
+	f.add(t, key("down"))
+	f.add(t, key("up"))
+	<-r.roundCh // one successful renewal of both
+	mu.Lock()
+	failing = true
+	ok := lastOK
+	mu.Unlock()
+	err := <-f.lost
+	at := time.Now()
+	assert.ErrorIs(t, err, watchdog.ErrRenewFailed)
+	assert.ErrorContains(t, err, `"down"`)
+	// The last renewal was sent before lastOK; its lease ends at the
+	// latest timeout after it.
+	assert.Less(t, at.Sub(ok), timeout, "the loss must be reported before the lease can run out")
+	assert.Greater(t, at.Sub(ok), timeout/3, "reported lost without a retry")
+	assert.Equal(t, 1, f.renewing(), "the hold Redis renews is kept")
+	assert.Equal(t, 1, f.tab.Held(key("up")))
+}

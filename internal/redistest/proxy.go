@@ -13,7 +13,7 @@ import (
 
 // Proxy is a loopback TCP proxy between Redis clients and one Redis server,
 // for fault injection: it can stall all traffic without closing anything
-// (Stall/Resume), drop the reply to one chosen command and cut the client's
+// (Stall/Resume, or StallOn a chosen command), drop the reply to one chosen command and cut the client's
 // connection (DropReply), or cut every connection (CloseConns).
 //
 // It parses the client-to-server stream as RESP commands (arrays of bulk
@@ -32,6 +32,7 @@ type Proxy struct {
 	closed   bool
 	conns    map[*proxyConn]struct{}
 	rule     *dropRule
+	stallOn  *stallRule
 	accepted int
 
 	wg sync.WaitGroup
@@ -53,6 +54,11 @@ type DropEvent struct {
 type dropRule struct {
 	match func(args []string) bool
 	fired chan DropEvent
+}
+
+type stallRule struct {
+	match func(args []string) bool
+	fired chan []string
 }
 
 type proxyConn struct {
@@ -129,6 +135,30 @@ func (p *Proxy) DropReply(match func(args []string) bool) <-chan DropEvent {
 	p.rule = r
 	p.mu.Unlock()
 	return r.fired
+}
+
+// StallOn arms a one-shot fault: when a command for which match returns
+// true reaches the proxy, everything before it on its connection is
+// forwarded and the proxy then stalls (as Stall) before forwarding it. The
+// returned channel receives the command's arguments. Resume undoes it.
+func (p *Proxy) StallOn(match func(args []string) bool) <-chan []string {
+	r := &stallRule{match: match, fired: make(chan []string, 1)}
+	p.mu.Lock()
+	p.stallOn = r
+	p.mu.Unlock()
+	return r.fired
+}
+
+// stallBefore reports whether args arms the StallOn rule, disarming it.
+func (p *Proxy) stallBefore(args []string) *stallRule {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stallOn != nil && p.stallOn.match(args) {
+		r := p.stallOn
+		p.stallOn = nil
+		return r
+	}
+	return nil
 }
 
 // CloseConns closes every current connection (both sides); the listener
@@ -284,6 +314,16 @@ func (p *Proxy) up(c *proxyConn) {
 						raw = true
 						off = len(pending)
 						break
+					}
+					if sr := p.stallBefore(args); sr != nil {
+						if off > 0 && !p.write(c.server, pending[:off]) {
+							c.close()
+							return
+						}
+						pending = append(pending[:0], pending[off:]...)
+						off = 0
+						p.Stall()
+						sr.fired <- args
 					}
 					off += m
 					if rule = p.takeRule(args); rule != nil {
