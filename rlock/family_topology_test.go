@@ -304,9 +304,9 @@ func TestClusterFamily(t *testing.T) {
 
 // TestSentinelFamily: read, write, fenced, spin and non-reentrant holds
 // survive a Sentinel failover (renewed on the new master), and tokens keep
-// rising; then, with a replica that does not acknowledge, a read, write or
-// fenced acquisition is released and reported, and an unlock is never run
-// twice. (The failover comes first: Sentinel will not promote a replica
+// rising; then, with a replica that does not acknowledge, a read, write,
+// fenced or fair acquisition (a fair hand-off to a queued waiter included)
+// is released and reported, and an unlock is never run twice. (The failover comes first: Sentinel will not promote a replica
 // that was just stopped.)
 func TestSentinelFamily(t *testing.T) {
 	g := redistest.Sentinel(t)
@@ -353,7 +353,7 @@ func TestSentinelFamily(t *testing.T) {
 		lockers := []interface {
 			rlock.Locker
 			HoldCount(context.Context) (int, error)
-		}{c.ReadWriteLock("s-u-r").ReadLock(), c.ReadWriteLock("s-u-w").WriteLock(), c.FencedLock("s-u-f")}
+		}{c.ReadWriteLock("s-u-r").ReadLock(), c.ReadWriteLock("s-u-w").WriteLock(), c.FencedLock("s-u-f"), c.FairLock("s-u-fair")}
 		// wd renews every 333ms; its read hold is taken while the replica runs.
 		wd := topoClient(t, rc, rlock.WithWatchdogTimeout(time.Second), rlock.WithReplicaSync(200*time.Millisecond, 2, 10*time.Millisecond))
 		require.NoError(t, wd.ReadWriteLock("s-renewed").ReadLock().Lock(me))
@@ -362,14 +362,46 @@ func TestSentinelFamily(t *testing.T) {
 			require.NoError(t, l.Lock(me))
 			require.NoError(t, l.Lock(me))
 		}
+		// A fair lock held (by wd) with the replica running, to be handed
+		// to a queued waiter with it stopped.
+		fairQ := "s-unsynced-fairq"
+		require.NoError(t, wd.FairLock(fairQ).Lock(me))
 		master, replica := masterAndReplica(t, g)
 		resume := stopReplica(t, replica)
 		// An acquisition no replica acknowledged is released.
 		r2 := c.ReadWriteLock("s-unsynced-r").ReadLock()
-		for _, l := range []rlock.Locker{r2, c.ReadWriteLock("s-unsynced-w").WriteLock(), c.FencedLock("s-unsynced-f")} {
+		for _, l := range []rlock.Locker{r2, c.ReadWriteLock("s-unsynced-w").WriteLock(), c.FencedLock("s-unsynced-f"), c.FairLock("s-unsynced-fair")} {
 			ok, err := l.TryLock(me, 0, 0)
 			assert.False(t, ok, "%T", l)
 			require.ErrorIs(t, err, rlock.ErrNoSyncedReplicas, "%T", l)
+		}
+		// A fair grant to a queued waiter that no replica acknowledged:
+		// the holder's unlock ran once, the waiter's grant is released
+		// (again and again: every attempt is unsynced) and its Lock says
+		// so, and the queue is left empty.
+		waiter := rlock.WithOwner(ctx, 10)
+		wctx, wcancel := context.WithTimeout(waiter, 20*time.Second)
+		defer wcancel()
+		queued := make(chan error, 1)
+		go func() { queued <- c.FairLock(fairQ).Lock(wctx) }()
+		require.Eventually(t, func() bool {
+			n, err := master.Do(ctx, "LLEN", "redisson_lock_queue:{"+fairQ+"}")
+			v, _ := n.AsInt64()
+			return err == nil && v == 1
+		}, 10*time.Second, 5*time.Millisecond, "the waiter did not queue")
+		require.ErrorIs(t, wd.FairLock(fairQ).Unlock(me), rlock.ErrNoSyncedReplicas, "the holder's unlock ran on the master only")
+		select {
+		case err := <-queued:
+			require.ErrorIs(t, err, rlock.ErrNoSyncedReplicas, "the waiter's unsynced grant")
+		case <-time.After(15 * time.Second):
+			t.Fatal("the queued waiter's Lock did not return")
+		}
+		for _, fl := range []*rlock.FairLock{wd.FairLock(fairQ), c.FairLock(fairQ)} {
+			for _, o := range []context.Context{me, waiter} {
+				n, err := fl.HoldCount(o)
+				require.NoError(t, err)
+				assert.Zero(t, n, "a fair hold left after the unsynced hand-off")
+			}
 		}
 		keys, err := master.Do(ctx, "KEYS", "*s-unsynced-*")
 		require.NoError(t, err)
