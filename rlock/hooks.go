@@ -12,7 +12,8 @@ import (
 // github.com/goredisson/locks/rlockotel turns them into OpenTelemetry
 // instruments; the library itself imports no telemetry). Any field may be
 // nil. Acquire and Release run on the caller's goroutine when the call
-// returns, Renew on the watchdog's after each renewal round, and Lost as
+// returns, Renew after each renewal round on the watchdog's goroutines
+// (the kinds of lock are renewed side by side, so concurrently), and Lost as
 // the handler of WithLostHandler: each must be quick and must not block.
 // The events carry the lock's name; an adapter should leave it out of its
 // metrics unless asked (names are unbounded).

@@ -8,12 +8,16 @@
 // (internal/hold), the one record of each hold; the watchdog keeps none of
 // its own.
 //
-// A round renews the holds whose leases end first first, and ends (failing
-// what is left) after a period, or earlier, a margin (a tenth of a period)
-// before the earliest lease in it could run out. A hold is lost, and ended
-// in the table with a cause wrapping ErrLockLost, when a renewal finds the
-// owner field gone (ErrNotHeld), or when its renewal failed and the next
-// attempt could come too late (ErrRenewFailed):
+// A round renews the holds whose leases end first first (the kinds of
+// lock side by side), and ends, failing what is left, after a period, or
+// earlier when a lease in it is near its end: a margin (a tenth of a
+// period) plus a reserve for reporting losses before it. The reserve is
+// the measured cost of reporting a hold lost (at least 10µs; 50µs under
+// the race detector) times the holds in the round: reporting 100,000 holds
+// takes a good part of a second. A hold is lost, and ended in the table
+// with a cause wrapping ErrLockLost, when a renewal finds the owner field
+// gone (ErrNotHeld), or when its renewal failed and the next attempt could
+// come too late (ErrRenewFailed):
 //   - when Redis answered nothing in the round (unreachable, stalled,
 //     refusing), the next attempt is taken to be a period away, so the loss
 //     is reported about a period before the lease ends (two thirds of the
@@ -21,11 +25,14 @@
 //   - when Redis answered other batches of the round (it was serving, but
 //     more holds were due than it renewed in the period, it paused, or one
 //     cluster node failed), the next round begins at once and takes the
-//     holds left first; they are reported lost when a round cannot renew
-//     them a margin before their leases end.
+//     holds left first; a hold is left to it only if it can still renew
+//     it, or report it lost, a margin and the reserve before its lease
+//     ends. With many holds and a short timeout the reserve leaves no room
+//     for that, and the holds a cut round left are reported at once.
 //
 // Either way the holder learns of the loss before the lease can run out,
-// and so before another client can take the lock.
+// and so before another client can take the lock. HoldContexts end before
+// any end handler still queued for other holds.
 //
 // A renewal's lease is counted from when the round was sent, not from when
 // its reply was read. Ending a hold in the table waits for a round in
@@ -94,6 +101,9 @@ type Config struct {
 type Watchdog struct {
 	cfg    Config
 	period time.Duration
+	// reportCost is what reporting one hold lost costs, as last measured
+	// (the round's goroutine only reads and writes it).
+	reportCost time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -135,6 +145,16 @@ func (w *Watchdog) Close() {
 // renewed it or reported it lost.
 func (w *Watchdog) margin() time.Duration { return w.period / 10 }
 
+// reserve is the time kept, on top of the margin, to report n holds lost
+// before their leases end: reporting 100,000 holds takes a good part of a
+// second, which a short timeout's margin does not cover. Per hold it is
+// twice what a report cost when a round last reported 100 or more (the
+// HoldContexts end on another goroutine, on the same cores), at least
+// minReportCost (norace.go, race.go).
+func (w *Watchdog) reserve(n int) time.Duration {
+	return time.Duration(n) * max(minReportCost, 2*w.reportCost)
+}
+
 func (w *Watchdog) loop() {
 	defer close(w.done)
 	t := time.NewTicker(w.period)
@@ -163,6 +183,7 @@ func (w *Watchdog) round() {
 		return
 	}
 	start := time.Now()
+	reserve := w.reserve(len(items))
 	// Holds go in the order their leases end, the earliest first, so that
 	// a round cut short by its deadline (more holds than one period can
 	// renew, or a server that paused) leaves out those with the most
@@ -176,11 +197,13 @@ func (w *Watchdog) round() {
 			continue
 		}
 		ends[i] = it.Set.Add(it.TTL).UnixNano()
-		// ...but must end (failing what is left) a margin before the
-		// earliest lease in it could run out, so that a stalled round
-		// still reports the loss in time (a re-entry's lease may be
-		// shorter than the timeout).
-		if by := it.Set.Add(it.TTL - w.margin()); by.Before(deadline) {
+		// ...but must end (failing what is left) a margin and the
+		// reserve before the earliest lease in it could run out, so that
+		// a stalled round still reports the loss in time (a re-entry's
+		// lease may be shorter than the timeout). A reserve longer than
+		// the rest of a period would shorten rounds of holds renewed on
+		// time: those are reported, as ever, a period before their end.
+		if by := it.Set.Add(it.TTL - w.margin() - min(reserve, w.period-w.margin())); by.Before(deadline) {
 			deadline = by
 		}
 		order = append(order, i)
@@ -194,11 +217,18 @@ func (w *Watchdog) round() {
 		}
 		groups[g] = append(groups[g], i)
 	}
+	// A lease that ends too soon for that (a re-entry's short lease) must
+	// not leave the round no time for the others: a round has at least a
+	// margin.
+	if floor := start.Add(w.margin()); deadline.Before(floor) {
+		deadline = floor
+	}
 	ctx, cancel := context.WithDeadline(w.ctx, deadline)
 	defer cancel()
 
-	// Batches of one kind and slot, in the order of their first lease end;
-	// the kinds in the order of their earliest batch.
+	// Batches of one kind and slot, in the order of their first lease
+	// end. The kinds are renewed side by side, so that one kind's retries
+	// (a cluster node down) do not hold back the others.
 	byKind := make(map[hold.Kind][][]int)
 	for g, idx := range groups {
 		for len(idx) > 0 {
@@ -207,35 +237,41 @@ func (w *Watchdog) round() {
 			idx = idx[n:]
 		}
 	}
-	kinds := make([]hold.Kind, 0, len(byKind))
-	for kind, batches := range byKind {
-		slices.SortStableFunc(batches, func(a, b []int) int { return cmp.Compare(ends[a[0]], ends[b[0]]) })
-		kinds = append(kinds, kind)
-	}
-	slices.SortFunc(kinds, func(a, b hold.Kind) int { return cmp.Compare(ends[byKind[a][0][0]], ends[byKind[b][0][0]]) })
-
 	type outcome struct {
+		kind    hold.Kind
 		batches [][]int
 		results []Result
 		end     time.Time
 	}
-	outcomes := make([]outcome, 0, len(kinds))
-	progress := false // a batch of the round was answered: Redis is serving
-	for _, kind := range kinds {
-		batches := byKind[kind]
-		keys := make([][]hold.Key, len(batches))
-		for i, b := range batches {
-			keys[i] = make([]hold.Key, len(b))
-			for j, k := range b {
-				keys[i][j] = items[k].Key
+	outcomes := make([]outcome, 0, len(byKind))
+	for kind, batches := range byKind {
+		slices.SortStableFunc(batches, func(a, b []int) int { return cmp.Compare(ends[a[0]], ends[b[0]]) })
+		outcomes = append(outcomes, outcome{kind: kind, batches: batches})
+	}
+	var wg sync.WaitGroup
+	for i := range outcomes {
+		o := &outcomes[i]
+		keys := make([][]hold.Key, len(o.batches))
+		for j, b := range o.batches {
+			keys[j] = make([]hold.Key, len(b))
+			for m, k := range b {
+				keys[j][m] = items[k].Key
 			}
 		}
-		results := w.cfg.Renew(ctx, kind, keys)
-		for _, res := range results {
+		wg.Go(func() {
+			o.results = w.cfg.Renew(ctx, o.kind, keys)
+			o.end = time.Now()
+		})
+	}
+	wg.Wait()
+	progress := false // a batch of the round was answered: Redis is serving
+	for _, o := range outcomes {
+		for _, res := range o.results {
 			progress = progress || res.Err == nil
 		}
-		outcomes = append(outcomes, outcome{batches, results, time.Now()})
 	}
+	var lostN int
+	var lostTime time.Duration
 	// When the round's time ran out, the ticker has a tick waiting and the
 	// next round begins at once; otherwise at the next tick, at the latest
 	// a period after this round began.
@@ -253,6 +289,7 @@ func (w *Watchdog) round() {
 			} else {
 				res.Err = errors.New("watchdog: renew returned no result for the batch")
 			}
+			var failed error // the batch's ErrRenewFailed cause, built once
 			for j, k := range b {
 				it := items[k]
 				switch {
@@ -262,21 +299,31 @@ func (w *Watchdog) round() {
 					tab.Gone(r, it, w.lost(it, ErrNotHeld))
 				case w.ctx.Err() != nil:
 					// Closing: nothing to report.
-				case progress && next.Add(2*w.margin()).Before(it.Set.Add(it.TTL)),
+				case progress && next.Add(2*w.margin()+reserve).Before(it.Set.Add(it.TTL)),
 					o.end.Add(w.period + w.margin()).Before(it.Set.Add(it.TTL)):
 					// Redis answered other batches of this round (this
 					// one failed, or the round ran out of time before
 					// it), and the next round, which takes the earliest
-					// leases first, can still renew it a margin before
-					// its lease runs out; or, with no answer at all, the
-					// round after a whole period still can.
+					// leases first, can still renew it, or report it, a
+					// margin and the reserve before its lease runs out;
+					// or, with no answer at all, the round after a whole
+					// period still can.
 					retried++
 					retryErr = res.Err
 				default:
-					tab.Lost(r, it, w.lost(it, fmt.Errorf("%w: %w", ErrRenewFailed, res.Err)))
+					t0 := time.Now()
+					if failed == nil {
+						failed = fmt.Errorf("%w: %w", ErrRenewFailed, res.Err)
+					}
+					tab.Lost(r, it, w.lost(it, failed))
+					lostTime += time.Since(t0)
+					lostN++
 				}
 			}
 		}
+	}
+	if lostN >= 100 {
+		w.reportCost = lostTime / time.Duration(lostN)
 	}
 	if retried > 0 {
 		w.cfg.Logger.Warn("watchdog: renewals not done this round, will retry", "holds", retried, "of", len(items), "err", retryErr)
@@ -285,5 +332,19 @@ func (w *Watchdog) round() {
 
 // lost builds the cause of a lost hold (the table's end handler logs it).
 func (w *Watchdog) lost(it hold.Item, cause error) error {
-	return fmt.Errorf("%w: %q: %w", hold.ErrLockLost, it.Key.Name, cause)
+	return &lostError{name: it.Key.Name, cause: cause}
 }
+
+// lostError is the cause of a lost hold: hold.ErrLockLost, the lock's name
+// and why. It is formatted only when read: a round may report 100,000 of
+// them, and formatting each would double what reporting them costs.
+type lostError struct {
+	name  string
+	cause error
+}
+
+func (e *lostError) Error() string {
+	return fmt.Sprintf("%v: %q: %v", hold.ErrLockLost, e.name, e.cause)
+}
+
+func (e *lostError) Unwrap() []error { return []error{hold.ErrLockLost, e.cause} }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -399,4 +400,210 @@ func TestLostBeforeLeaseEndsWhileOthersRenew(t *testing.T) {
 	assert.Greater(t, at.Sub(ok), timeout/3, "reported lost without a retry")
 	assert.Equal(t, 1, f.renewing(), "the hold Redis renews is kept")
 	assert.Equal(t, 1, f.tab.Held(key("up")))
+}
+
+// Many holds, a short timeout: Redis renews the first half of a round and
+// then stops answering. The rest are retried in the next round (Redis was
+// serving), which stalls too, so they are all reported lost at once; the
+// watchdog must leave time for that. Every HoldContext must end before
+// the lease its hold last set could run out (in Redis, counted from when
+// the renewal reached the renewer, which is after the watchdog sent it).
+func TestMassLossEndsHoldContextsInTime(t *testing.T) {
+	const timeout = 1500 * time.Millisecond
+	n := 40000 // reported at once in a margin (50ms), as the watchdog once did, some are late
+	if raceEnabled {
+		n = 8000 // the race detector makes a report about 15 times slower
+	}
+	tab := hold.New(timeout, nil)
+	leaseEnd := make([]atomic.Int64, n)  // unix ns
+	cancelled := make([]atomic.Int64, n) // unix ns
+	index := make(map[string]int, n)
+	for i := range n {
+		k := key(fmt.Sprint("m", i))
+		index[k.Name] = i
+		h, err := tab.Use(context.Background(), k)
+		require.NoError(t, err)
+		now := time.Now()
+		require.True(t, tab.Acquired(h, 1, 0, now, now))
+		tab.Done(h)
+		leaseEnd[i].Store(now.Add(timeout).UnixNano())
+		_, ok, err := tab.Watch(k, func(error) { cancelled[i].CompareAndSwap(0, time.Now().UnixNano()) })
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	var rounds atomic.Int32
+	w, err := watchdog.New(watchdog.Config{Table: tab, Timeout: timeout,
+		Renew: func(ctx context.Context, _ hold.Kind, b [][]hold.Key) []watchdog.Result {
+			out := make([]watchdog.Result, len(b))
+			first := rounds.Add(1) == 1
+			at := time.Now()
+			for i, batch := range b {
+				if first && i < len(b)/2 {
+					out[i].Renewed = make([]bool, len(batch))
+					for j, k := range batch {
+						out[i].Renewed[j] = true
+						leaseEnd[index[k.Name]].Store(at.Add(timeout).UnixNano())
+					}
+					continue
+				}
+				<-ctx.Done() // no answer
+				out[i].Err = ctx.Err()
+			}
+			return out
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close(); tab.Close() })
+
+	deadline := time.Now().Add(4 * timeout)
+	for {
+		all := true
+		for i := range n {
+			if cancelled[i].Load() == 0 {
+				all = false
+				break
+			}
+		}
+		if all {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "not every HoldContext ended")
+		time.Sleep(10 * time.Millisecond)
+	}
+	late, worst := 0, time.Duration(0)
+	for i := range n {
+		if d := time.Duration(cancelled[i].Load() - leaseEnd[i].Load()); d >= 0 {
+			late++
+			worst = max(worst, d)
+		}
+	}
+	t.Logf("%d holds, %d rounds; HoldContexts ended after the lease end: %d (worst %v)", n, rounds.Load(), late, worst)
+	assert.Zero(t, late, "HoldContexts that ended after their lease could run out")
+}
+
+// One hold of one kind is on a cluster node that is down, and Renew
+// retries it (as the rlock renewer does) until the round's deadline. The
+// kinds are renewed side by side: the other kind's holds, on healthy
+// nodes, keep being renewed (they were once renewed only after the first
+// kind's Renew returned, with the round's time gone, and reported lost).
+func TestKindRetryingDoesNotStarveOtherKinds(t *testing.T) {
+	const timeout = 600 * time.Millisecond
+	var mu sync.Mutex
+	var lost []hold.Key
+	tab := hold.New(timeout, func(k hold.Key, _ error) {
+		mu.Lock()
+		lost = append(lost, k)
+		mu.Unlock()
+	})
+	w, err := watchdog.New(watchdog.Config{Table: tab, Timeout: timeout, BatchSize: 1,
+		Renew: func(ctx context.Context, _ hold.Kind, b [][]hold.Key) []watchdog.Result {
+			// As the rlock renewer: every batch once (unless the round's
+			// time is over), then the failed ones again until it is.
+			out := make([]watchdog.Result, len(b))
+			failed := false
+			for i, batch := range b {
+				switch {
+				case ctx.Err() != nil:
+					out[i].Err = ctx.Err()
+				case batch[0].Name == "down":
+					out[i].Err = errors.New("dial tcp: connection refused")
+					failed = true
+				default:
+					out[i].Renewed = []bool{true}
+				}
+			}
+			if failed {
+				<-ctx.Done()
+			}
+			return out
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close(); tab.Close() })
+	add := func(kind hold.Kind, name string) {
+		k := hold.Key{Kind: kind, Name: name, Field: "c:1"}
+		h, err := tab.Use(context.Background(), k)
+		require.NoError(t, err)
+		now := time.Now()
+		require.True(t, tab.Acquired(h, 1, 0, now, now))
+		tab.Done(h)
+	}
+	add(0, "down") // the earliest lease: its kind would go first
+	add(0, "a1")
+	add(1, "b1")
+	add(1, "b2")
+	time.Sleep(2 * timeout)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, lost, 1, "only the hold on the node that is down is lost: %v", lost)
+	assert.Equal(t, "down", lost[0].Name)
+	for _, name := range []string{"a1", "b1", "b2"} {
+		assert.Equal(t, 1, tab.Held(hold.Key{Kind: map[bool]hold.Kind{true: 0, false: 1}[name == "a1"], Name: name, Field: "c:1"}), name)
+	}
+}
+
+// A watchdog hold re-entered with a lease shorter than the margin makes
+// the next round's deadline (a margin before the earliest lease end) lie
+// in the past. The round still gets a margin of time: the other holds are
+// renewed, not reported lost (such a round once renewed nothing).
+func TestShortReentryLeaseDoesNotEmptyRounds(t *testing.T) {
+	const timeout = 600 * time.Millisecond
+	var mu sync.Mutex
+	var lost []string
+	tab := hold.New(timeout, func(k hold.Key, err error) {
+		mu.Lock()
+		lost = append(lost, k.Name+": "+err.Error())
+		mu.Unlock()
+	})
+	var rounds atomic.Int32
+	reenter := func(name string) {
+		k := key(name)
+		h, err := tab.Use(context.Background(), k)
+		require.NoError(t, err)
+		now := time.Now()
+		tab.Acquired(h, tab.Held(k)+1, 15*time.Millisecond, now, now)
+		tab.Done(h)
+	}
+	w, err := watchdog.New(watchdog.Config{Table: tab, Timeout: timeout, BatchSize: 1,
+		Renew: func(ctx context.Context, _ hold.Kind, b [][]hold.Key) []watchdog.Result {
+			n := rounds.Add(1)
+			out := make([]watchdog.Result, len(b))
+			for i := range b {
+				if err := ctx.Err(); err != nil { // as the rlock renewer
+					out[i].Err = err
+					continue
+				}
+				out[i].Renewed = []bool{true}
+			}
+			switch n { // re-entries with a 15ms lease in two rounds in a row
+			case 2:
+				reenter("s1")
+			case 3:
+				reenter("s2")
+			}
+			return out
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close(); tab.Close() })
+	for i := range 10 {
+		k := key(fmt.Sprint("h", i))
+		h, err := tab.Use(context.Background(), k)
+		require.NoError(t, err)
+		now := time.Now()
+		require.True(t, tab.Acquired(h, 1, 0, now, now))
+		tab.Done(h)
+	}
+	for _, s := range []string{"s1", "s2"} {
+		k := key(s)
+		h, err := tab.Use(context.Background(), k)
+		require.NoError(t, err)
+		now := time.Now()
+		require.True(t, tab.Acquired(h, 1, 0, now, now))
+		tab.Done(h)
+	}
+	time.Sleep(2 * timeout)
+	mu.Lock()
+	defer mu.Unlock()
+	require.GreaterOrEqual(t, rounds.Load(), int32(4))
+	for _, l := range lost {
+		assert.Regexp(t, "^s[12]: ", l, "a hold with a watchdog lease was reported lost")
+	}
 }

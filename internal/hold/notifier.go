@@ -11,6 +11,7 @@ import (
 // no goroutine for it.
 type notifier struct {
 	mu      sync.Mutex
+	urgent  []func() // run before queue: ending HoldContexts
 	queue   []func()
 	running bool
 	gid     int64         // the running goroutine's id
@@ -22,10 +23,17 @@ func (n *notifier) init() {
 	close(n.idle)
 }
 
-func (n *notifier) post(fn func()) {
+func (n *notifier) post(fn func()) { n.add(&n.queue, fn) }
+
+// postUrgent posts fn ahead of everything posted with post that has not
+// started: a slow end handler must not delay the HoldContexts of other
+// holds (which are what tells their holders to stop).
+func (n *notifier) postUrgent(fn func()) { n.add(&n.urgent, fn) }
+
+func (n *notifier) add(q *[]func(), fn func()) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.queue = append(n.queue, fn)
+	*q = append(*q, fn)
 	if !n.running {
 		n.running = true
 		n.idle = make(chan struct{})
@@ -36,10 +44,14 @@ func (n *notifier) post(fn func()) {
 func (n *notifier) run() {
 	n.mu.Lock()
 	n.gid = owner.Goroutine()
-	for len(n.queue) > 0 {
-		fn := n.queue[0]
-		n.queue[0] = nil
-		n.queue = n.queue[1:]
+	for len(n.urgent)+len(n.queue) > 0 {
+		q := &n.queue
+		if len(n.urgent) > 0 {
+			q = &n.urgent
+		}
+		fn := (*q)[0]
+		(*q)[0] = nil
+		*q = (*q)[1:]
 		n.mu.Unlock()
 		fn()
 		n.mu.Lock()

@@ -520,7 +520,7 @@ func (t *Table) fireLocked(h *Hold, cause error, report bool) {
 	ws := h.watchers
 	h.watchers = nil
 	if len(ws) > 0 {
-		t.n.post(func() {
+		t.n.postUrgent(func() {
 			for _, cancel := range ws {
 				cancel(cause)
 			}

@@ -1,0 +1,5 @@
+//go:build race
+
+package watchdog_test
+
+const raceEnabled = true
