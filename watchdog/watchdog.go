@@ -12,9 +12,9 @@
 // lock side by side), and ends, failing what is left, after a period, or
 // earlier when a lease in it is near its end: a margin (a tenth of a
 // period) plus a reserve for reporting losses before it. The reserve is
-// the measured cost of reporting a hold lost (at least 10µs; 50µs under
-// the race detector) times the holds in the round: reporting 100,000 holds
-// takes a good part of a second. A hold is lost, and ended in the table
+// the measured cost of reporting a hold lost (at least 5µs; 25µs under
+// the race detector) times the holds and HoldContexts in the round:
+// reporting 100,000 holds takes a good part of a second. A hold is lost, and ended in the table
 // with a cause wrapping ErrLockLost, when a renewal finds the owner field
 // gone (ErrNotHeld), or when its renewal failed and the next attempt could
 // come too late (ErrRenewFailed):
@@ -101,8 +101,9 @@ type Config struct {
 type Watchdog struct {
 	cfg    Config
 	period time.Duration
-	// reportCost is what reporting one hold lost costs, as last measured
-	// (the round's goroutine only reads and writes it).
+	// reportCost is what reporting one hold lost costs, per hold and
+	// HoldContext, as measured over the rounds that reported losses (the
+	// round's goroutine only reads and writes it).
 	reportCost time.Duration
 
 	ctx    context.Context
@@ -145,14 +146,31 @@ func (w *Watchdog) Close() {
 // renewed it or reported it lost.
 func (w *Watchdog) margin() time.Duration { return w.period / 10 }
 
-// reserve is the time kept, on top of the margin, to report n holds lost
+// reserve is the time kept, on top of the margin, to report holds lost
 // before their leases end: reporting 100,000 holds takes a good part of a
-// second, which a short timeout's margin does not cover. Per hold it is
-// twice what a report cost when a round last reported 100 or more (the
-// HoldContexts end on another goroutine, on the same cores), at least
-// minReportCost (norace.go, race.go).
-func (w *Watchdog) reserve(n int) time.Duration {
-	return time.Duration(n) * max(minReportCost, 2*w.reportCost)
+// second, which a short timeout's margin does not cover. units counts the
+// holds and their HoldContexts; per unit the reserve is twice what a
+// report cost in the rounds that reported 100 or more (their HoldContexts
+// end on another goroutine, on the same cores), at least minReportCost
+// (norace.go, race.go).
+func (w *Watchdog) reserve(units int) time.Duration {
+	return time.Duration(units) * max(minReportCost, 2*w.reportCost)
+}
+
+// measured records what reporting units (holds and HoldContexts) lost took
+// in a round: a moving average, each sample bounded by 20 times the least
+// cost, so that one round slowed by something else cannot stop deferring
+// for long.
+func (w *Watchdog) measured(d time.Duration, units int) {
+	if units < 100 {
+		return
+	}
+	c := min(d/time.Duration(units), 20*minReportCost)
+	if w.reportCost == 0 {
+		w.reportCost = c
+		return
+	}
+	w.reportCost = (3*w.reportCost + c) / 4
 }
 
 func (w *Watchdog) loop() {
@@ -183,7 +201,11 @@ func (w *Watchdog) round() {
 		return
 	}
 	start := time.Now()
-	reserve := w.reserve(len(items))
+	units := len(items)
+	for _, it := range items {
+		units += it.Watchers
+	}
+	reserve := w.reserve(units)
 	// Holds go in the order their leases end, the earliest first, so that
 	// a round cut short by its deadline (more holds than one period can
 	// renew, or a server that paused) leaves out those with the most
@@ -203,6 +225,9 @@ func (w *Watchdog) round() {
 		// lease may be shorter than the timeout). A reserve longer than
 		// the rest of a period would shorten rounds of holds renewed on
 		// time: those are reported, as ever, a period before their end.
+		// A hold whose lease ends too soon for that (a re-entry's short
+		// lease) is renewed first and cuts the round, but the round still
+		// has a margin for the others.
 		if by := it.Set.Add(it.TTL - w.margin() - min(reserve, w.period-w.margin())); by.Before(deadline) {
 			deadline = by
 		}
@@ -217,9 +242,6 @@ func (w *Watchdog) round() {
 		}
 		groups[g] = append(groups[g], i)
 	}
-	// A lease that ends too soon for that (a re-entry's short lease) must
-	// not leave the round no time for the others: a round has at least a
-	// margin.
 	if floor := start.Add(w.margin()); deadline.Before(floor) {
 		deadline = floor
 	}
@@ -270,7 +292,7 @@ func (w *Watchdog) round() {
 			progress = progress || res.Err == nil
 		}
 	}
-	var lostN int
+	var lostUnits int
 	var lostTime time.Duration
 	// When the round's time ran out, the ticker has a tick waiting and the
 	// next round begins at once; otherwise at the next tick, at the latest
@@ -317,14 +339,12 @@ func (w *Watchdog) round() {
 					}
 					tab.Lost(r, it, w.lost(it, failed))
 					lostTime += time.Since(t0)
-					lostN++
+					lostUnits += 1 + it.Watchers
 				}
 			}
 		}
 	}
-	if lostN >= 100 {
-		w.reportCost = lostTime / time.Duration(lostN)
-	}
+	w.measured(lostTime, lostUnits)
 	if retried > 0 {
 		w.cfg.Logger.Warn("watchdog: renewals not done this round, will retry", "holds", retried, "of", len(items), "err", retryErr)
 	}

@@ -412,12 +412,13 @@ func TestMassLossEndsHoldContextsInTime(t *testing.T) {
 	const timeout = 1500 * time.Millisecond
 	n := 40000 // reported at once in a margin (50ms), as the watchdog once did, some are late
 	if raceEnabled {
-		n = 8000 // the race detector makes a report about 15 times slower
+		n = 6000 // the race detector makes a report about 10 times slower
 	}
-	tab := hold.New(timeout, nil)
+	tab := hold.New(timeout, func(hold.Key, error) {})
 	leaseEnd := make([]atomic.Int64, n)  // unix ns
-	cancelled := make([]atomic.Int64, n) // unix ns
+	cancelled := make([]atomic.Int64, n) // unix ns: the last of its HoldContexts
 	index := make(map[string]int, n)
+	const perHold = 2 // HoldContexts, made as rlock's are
 	for i := range n {
 		k := key(fmt.Sprint("m", i))
 		index[k.Name] = i
@@ -427,9 +428,16 @@ func TestMassLossEndsHoldContextsInTime(t *testing.T) {
 		require.True(t, tab.Acquired(h, 1, 0, now, now))
 		tab.Done(h)
 		leaseEnd[i].Store(now.Add(timeout).UnixNano())
-		_, ok, err := tab.Watch(k, func(error) { cancelled[i].CompareAndSwap(0, time.Now().UnixNano()) })
-		require.NoError(t, err)
-		require.True(t, ok)
+		for range perHold {
+			hctx, cancel := context.WithCancelCause(context.Background())
+			id, ok, err := tab.Watch(k, func(err error) {
+				cancel(err)
+				cancelled[i].Store(time.Now().UnixNano())
+			})
+			require.NoError(t, err)
+			require.True(t, ok)
+			context.AfterFunc(hctx, func() { tab.Unwatch(k, id) })
+		}
 	}
 	var rounds atomic.Int32
 	w, err := watchdog.New(watchdog.Config{Table: tab, Timeout: timeout,
@@ -606,4 +614,67 @@ func TestShortReentryLeaseDoesNotEmptyRounds(t *testing.T) {
 	for _, l := range lost {
 		assert.Regexp(t, "^s[12]: ", l, "a hold with a watchdog lease was reported lost")
 	}
+}
+
+// A lost handler that is slow (an alerting call, say) must not delay the
+// end of another hold's HoldContext: hold b's renewals fail while a's
+// handler runs for a second, and b's HoldContext must still end before
+// b's lease could run out.
+func TestSlowHandlerDoesNotDelayHoldContexts(t *testing.T) {
+	const timeout = 600 * time.Millisecond
+	var mu sync.Mutex
+	bFails := false
+	var bLeaseEnd, bEnded atomic.Int64
+	release := make(chan struct{})
+	var once sync.Once
+	tab := hold.New(timeout, func(k hold.Key, err error) {
+		if k.Name == "a" {
+			once.Do(func() {
+				select {
+				case <-release:
+				case <-time.After(time.Second):
+				}
+			})
+		}
+	})
+	w, err := watchdog.New(watchdog.Config{Table: tab, Timeout: timeout, BatchSize: 1,
+		Renew: func(ctx context.Context, _ hold.Kind, b [][]hold.Key) []watchdog.Result {
+			at := time.Now()
+			out := make([]watchdog.Result, len(b))
+			mu.Lock()
+			defer mu.Unlock()
+			for i, batch := range b {
+				switch {
+				case batch[0].Name == "a":
+					out[i].Renewed = []bool{false} // gone: reported lost at once
+					bFails = true
+				case bFails:
+					out[i].Err = errors.New("connection refused")
+				default:
+					out[i].Renewed = []bool{true}
+					bLeaseEnd.Store(at.Add(timeout).UnixNano())
+				}
+			}
+			return out
+		}})
+	require.NoError(t, err)
+	t.Cleanup(func() { close(release); w.Close(); tab.Close() })
+	for _, name := range []string{"a", "b"} {
+		k := key(name)
+		h, err := tab.Use(context.Background(), k)
+		require.NoError(t, err)
+		now := time.Now()
+		require.True(t, tab.Acquired(h, 1, 0, now, now))
+		tab.Done(h)
+		if name == "b" {
+			bLeaseEnd.Store(now.Add(timeout).UnixNano())
+			_, ok, err := tab.Watch(k, func(error) { bEnded.Store(time.Now().UnixNano()) })
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+	}
+	require.Eventually(t, func() bool { return bEnded.Load() != 0 }, 3*time.Second, time.Millisecond)
+	late := time.Duration(bEnded.Load() - bLeaseEnd.Load())
+	t.Logf("b's HoldContext ended %v before its lease end", -late)
+	assert.Negative(t, late, "b's HoldContext ended after its lease could run out")
 }

@@ -11,7 +11,9 @@ import (
 // no goroutine for it.
 type notifier struct {
 	mu      sync.Mutex
-	urgent  []func() // run before queue: ending HoldContexts
+	cond    *sync.Cond // signalled when ran grows
+	posted  uint64     // functions posted so far
+	ran     uint64     // functions run so far
 	queue   []func()
 	running bool
 	gid     int64         // the running goroutine's id
@@ -21,40 +23,45 @@ type notifier struct {
 func (n *notifier) init() {
 	n.idle = make(chan struct{})
 	close(n.idle)
+	n.cond = sync.NewCond(&n.mu)
 }
 
-func (n *notifier) post(fn func()) { n.add(&n.queue, fn) }
-
-// postUrgent posts fn ahead of everything posted with post that has not
-// started: a slow end handler must not delay the HoldContexts of other
-// holds (which are what tells their holders to stop).
-func (n *notifier) postUrgent(fn func()) { n.add(&n.urgent, fn) }
-
-func (n *notifier) add(q *[]func(), fn func()) {
+// post queues fn and returns its place: waitRan(place) returns once fn
+// has run.
+func (n *notifier) post(fn func()) uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	*q = append(*q, fn)
+	n.queue = append(n.queue, fn)
+	n.posted++
 	if !n.running {
 		n.running = true
 		n.idle = make(chan struct{})
 		go n.run()
 	}
+	return n.posted
+}
+
+// waitRan waits until the function posted at place has run.
+func (n *notifier) waitRan(place uint64) {
+	n.mu.Lock()
+	for n.ran < place {
+		n.cond.Wait()
+	}
+	n.mu.Unlock()
 }
 
 func (n *notifier) run() {
 	n.mu.Lock()
 	n.gid = owner.Goroutine()
-	for len(n.urgent)+len(n.queue) > 0 {
-		q := &n.queue
-		if len(n.urgent) > 0 {
-			q = &n.urgent
-		}
-		fn := (*q)[0]
-		(*q)[0] = nil
-		*q = (*q)[1:]
+	for len(n.queue) > 0 {
+		fn := n.queue[0]
+		n.queue[0] = nil
+		n.queue = n.queue[1:]
 		n.mu.Unlock()
 		fn()
 		n.mu.Lock()
+		n.ran++
+		n.cond.Broadcast()
 	}
 	n.running = false
 	n.gid = 0

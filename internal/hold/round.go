@@ -24,6 +24,9 @@ type Item struct {
 	Set   time.Time     // when its TTL was last set
 	TTL   time.Duration // the TTL set then (a re-entry's lease may be shorter than the watchdog's)
 	Since time.Time     // when the hold began
+	// Watchers is the number of HoldContexts on the hold when the round
+	// began: reporting its loss ends each.
+	Watchers int
 }
 
 // StartRound begins a renewal round over every hold renewed by the
@@ -37,7 +40,7 @@ func (t *Table) StartRound() (*Round, []Item) {
 	for k, h := range t.m {
 		if h.count > 0 && h.watchdog > 0 {
 			h.inflight = r
-			items = append(items, Item{h: h, gen: h.gen, Key: k, Set: h.set, TTL: h.ttl, Since: h.since})
+			items = append(items, Item{h: h, gen: h.gen, Key: k, Set: h.set, TTL: h.ttl, Since: h.since, Watchers: len(h.watchers)})
 		}
 	}
 	return r, items

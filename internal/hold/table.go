@@ -14,8 +14,10 @@
 //
 // Callbacks (HoldContext cancellations and the end handler) never run with
 // the table's mutex held nor on the caller's goroutine: they are queued to
-// one notifier goroutine, so a slow handler delays other handlers but never
-// a renewal, and a handler may call anything, Close included.
+// two notifier goroutines, one that ends HoldContexts and one that runs the
+// end handler, after the hold's HoldContexts have ended. A slow handler
+// delays other handlers, but never a renewal nor another hold's
+// HoldContexts, and a handler may call anything, Close included.
 package hold
 
 import (
@@ -113,7 +115,8 @@ type Table struct {
 	closed bool
 	nextID uint64
 
-	n notifier
+	c notifier // ends HoldContexts (cancel functions, which never block)
+	n notifier // runs the end handler
 }
 
 // New returns a Table for holds whose watchdog lease is timeout. onEnd, if
@@ -121,6 +124,7 @@ type Table struct {
 // in a way other than its owner's unlock or Close.
 func New(timeout time.Duration, onEnd func(Key, error)) *Table {
 	t := &Table{timeout: timeout, onEnd: onEnd, m: make(map[Key]*Hold)}
+	t.c.init()
 	t.n.init()
 	return t
 }
@@ -515,12 +519,14 @@ func (t *Table) endLocked(h *Hold, cause error, report bool) {
 }
 
 // fireLocked cancels h's HoldContexts with cause and, if report, tells the
-// end handler; both on the notifier goroutine. t.mu is held.
+// end handler once they have ended; each on its notifier goroutine. t.mu
+// is held.
 func (t *Table) fireLocked(h *Hold, cause error, report bool) {
 	ws := h.watchers
 	h.watchers = nil
+	var place uint64
 	if len(ws) > 0 {
-		t.n.postUrgent(func() {
+		place = t.c.post(func() {
 			for _, cancel := range ws {
 				cancel(cause)
 			}
@@ -531,7 +537,10 @@ func (t *Table) fireLocked(h *Hold, cause error, report bool) {
 	if report && !h.reported && t.onEnd != nil && !errors.Is(cause, ErrUnlocked) && !errors.Is(cause, ErrClosed) {
 		h.reported = true
 		k := h.key
-		t.n.post(func() { t.onEnd(k, cause) })
+		t.n.post(func() {
+			t.c.waitRan(place) // its HoldContexts end first
+			t.onEnd(k, cause)
+		})
 	}
 }
 
@@ -629,5 +638,6 @@ func (t *Table) Close() {
 		t.endLocked(h, ErrClosed, false)
 	}
 	t.mu.Unlock()
+	t.c.close()
 	t.n.close()
 }
