@@ -422,11 +422,7 @@ func TestMassLossEndsHoldContextsInTime(t *testing.T) {
 	for i := range n {
 		k := key(fmt.Sprint("m", i))
 		index[k.Name] = i
-		h, err := tab.Use(context.Background(), k)
-		require.NoError(t, err)
-		now := time.Now()
-		require.True(t, tab.Acquired(h, 1, 0, now, now))
-		tab.Done(h)
+		now := acquire(t, tab, k)
 		leaseEnd[i].Store(now.Add(timeout).UnixNano())
 		for range perHold {
 			hctx, cancel := context.WithCancelCause(context.Background())
@@ -526,14 +522,7 @@ func TestKindRetryingDoesNotStarveOtherKinds(t *testing.T) {
 		}})
 	require.NoError(t, err)
 	t.Cleanup(func() { w.Close(); tab.Close() })
-	add := func(kind hold.Kind, name string) {
-		k := hold.Key{Kind: kind, Name: name, Field: "c:1"}
-		h, err := tab.Use(context.Background(), k)
-		require.NoError(t, err)
-		now := time.Now()
-		require.True(t, tab.Acquired(h, 1, 0, now, now))
-		tab.Done(h)
-	}
+	add := func(kind hold.Kind, name string) { acquire(t, tab, hold.Key{Kind: kind, Name: name, Field: "c:1"}) }
 	add(0, "down") // the earliest lease: its kind would go first
 	add(0, "a1")
 	add(1, "b1")
@@ -592,21 +581,10 @@ func TestShortReentryLeaseDoesNotEmptyRounds(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { w.Close(); tab.Close() })
 	for i := range 10 {
-		k := key(fmt.Sprint("h", i))
-		h, err := tab.Use(context.Background(), k)
-		require.NoError(t, err)
-		now := time.Now()
-		require.True(t, tab.Acquired(h, 1, 0, now, now))
-		tab.Done(h)
+		acquire(t, tab, key(fmt.Sprint("h", i)))
 	}
-	for _, s := range []string{"s1", "s2"} {
-		k := key(s)
-		h, err := tab.Use(context.Background(), k)
-		require.NoError(t, err)
-		now := time.Now()
-		require.True(t, tab.Acquired(h, 1, 0, now, now))
-		tab.Done(h)
-	}
+	acquire(t, tab, key("s1"))
+	acquire(t, tab, key("s2"))
 	time.Sleep(2 * timeout)
 	mu.Lock()
 	defer mu.Unlock()
@@ -661,11 +639,7 @@ func TestSlowHandlerDoesNotDelayHoldContexts(t *testing.T) {
 	t.Cleanup(func() { close(release); w.Close(); tab.Close() })
 	for _, name := range []string{"a", "b"} {
 		k := key(name)
-		h, err := tab.Use(context.Background(), k)
-		require.NoError(t, err)
-		now := time.Now()
-		require.True(t, tab.Acquired(h, 1, 0, now, now))
-		tab.Done(h)
+		now := acquire(t, tab, k)
 		if name == "b" {
 			bLeaseEnd.Store(now.Add(timeout).UnixNano())
 			_, ok, err := tab.Watch(k, func(error) { bEnded.Store(time.Now().UnixNano()) })
@@ -677,4 +651,16 @@ func TestSlowHandlerDoesNotDelayHoldContexts(t *testing.T) {
 	late := time.Duration(bEnded.Load() - bLeaseEnd.Load())
 	t.Logf("b's HoldContext ended %v before its lease end", -late)
 	assert.Negative(t, late, "b's HoldContext ended after its lease could run out")
+}
+
+// acquire records one watchdog acquisition of k in tab, sent and answered
+// now, and returns now.
+func acquire(t *testing.T, tab *hold.Table, k hold.Key) time.Time {
+	t.Helper()
+	h, err := tab.Use(context.Background(), k)
+	require.NoError(t, err)
+	now := time.Now()
+	require.True(t, tab.Acquired(h, 1, 0, now, now))
+	tab.Done(h)
+	return now
 }
