@@ -231,7 +231,8 @@ type LostEvent struct {
 // its owner's Unlock (lost, lease expired), for logging and metrics. It
 // runs on a goroutine of its own, never the renewal's: a slow handler
 // delays later handlers, not renewals nor the end of other holds'
-// HoldContexts (those go first), and it may call any method,
+// HoldContexts (which end on a goroutine of their own), and it may call
+// any method,
 // Client.Close included. HoldContext gives the same news to the code doing
 // the work.
 func WithLostHandler(fn func(LostEvent)) Option {

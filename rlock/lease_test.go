@@ -205,8 +205,8 @@ func TestHoldContext(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	c := e.client(rlock.WithWatchdogTimeout(time.Second))
-	// The handler hears of a loss after the HoldContexts end (both on the
-	// notifier goroutine, in that order): wait for its event.
+	// The handler hears of a loss after the hold's HoldContexts have
+	// ended: wait for its event.
 	lost := make(chan rlock.LostEvent, 4)
 	c2 := e.client(rlock.WithWatchdogTimeout(time.Second), rlock.WithLostHandler(func(ev rlock.LostEvent) { lost <- ev }))
 	owner := rlock.WithOwner(ctx, 9)

@@ -12,12 +12,13 @@
 // lock side by side), and ends, failing what is left, after a period, or
 // earlier when a lease in it is near its end: a margin (a tenth of a
 // period) plus a reserve for reporting losses before it. The reserve is
-// the measured cost of reporting a hold lost (at least 5µs; 25µs under
-// the race detector) times the holds and HoldContexts in the round:
-// reporting 100,000 holds takes a good part of a second. A hold is lost, and ended in the table
-// with a cause wrapping ErrLockLost, when a renewal finds the owner field
-// gone (ErrNotHeld), or when its renewal failed and the next attempt could
-// come too late (ErrRenewFailed):
+// the measured cost of reporting a hold lost until its HoldContexts have
+// ended (at least 5µs; 25µs under the race detector), times the holds and
+// HoldContexts in the round: reporting 100,000 holds takes a good part of
+// a second. A hold is lost, and ended in the table with a cause wrapping
+// ErrLockLost, when a renewal finds the owner field gone (ErrNotHeld), or
+// when its renewal failed and the next attempt could come too late
+// (ErrRenewFailed):
 //   - when Redis answered nothing in the round (unreachable, stalled,
 //     refusing), the next attempt is taken to be a period away, so the loss
 //     is reported about a period before the lease ends (two thirds of the
@@ -31,8 +32,8 @@
 //     for that, and the holds a cut round left are reported at once.
 //
 // Either way the holder learns of the loss before the lease can run out,
-// and so before another client can take the lock. HoldContexts end before
-// any end handler still queued for other holds.
+// and so before another client can take the lock. HoldContexts end on a
+// goroutine of their own: a slow end handler does not delay them.
 //
 // A renewal's lease is counted from when the round was sent, not from when
 // its reply was read. Ending a hold in the table waits for a round in
@@ -149,28 +150,24 @@ func (w *Watchdog) margin() time.Duration { return w.period / 10 }
 // reserve is the time kept, on top of the margin, to report holds lost
 // before their leases end: reporting 100,000 holds takes a good part of a
 // second, which a short timeout's margin does not cover. units counts the
-// holds and their HoldContexts; per unit the reserve is twice what a
-// report cost in the rounds that reported 100 or more (their HoldContexts
-// end on another goroutine, on the same cores), at least minReportCost
-// (norace.go, race.go).
+// holds and their HoldContexts; per unit the reserve is twice the measured
+// cost of a report (see measured), at least minReportCost (norace.go,
+// race.go).
 func (w *Watchdog) reserve(units int) time.Duration {
 	return time.Duration(units) * max(minReportCost, 2*w.reportCost)
 }
 
 // measured records what reporting units (holds and HoldContexts) lost took
-// in a round: a moving average, each sample bounded by 20 times the least
-// cost, so that one round slowed by something else cannot stop deferring
-// for long.
+// in a round, until their HoldContexts had ended: a moving average from
+// minReportCost, each sample bounded by 20 times it, that returns towards
+// it in rounds without a sample, so that one round slowed by something
+// else cannot stop deferring for long.
 func (w *Watchdog) measured(d time.Duration, units int) {
-	if units < 100 {
-		return
+	c := minReportCost
+	if units >= 100 {
+		c = min(d/time.Duration(units), 20*minReportCost)
 	}
-	c := min(d/time.Duration(units), 20*minReportCost)
-	if w.reportCost == 0 {
-		w.reportCost = c
-		return
-	}
-	w.reportCost = (3*w.reportCost + c) / 4
+	w.reportCost = (3*max(w.reportCost, minReportCost) + c) / 4
 }
 
 func (w *Watchdog) loop() {
@@ -343,6 +340,11 @@ func (w *Watchdog) round() {
 				}
 			}
 		}
+	}
+	if lostUnits >= 100 {
+		t0 := time.Now()
+		tab.Reported() // a report's cost ends when its HoldContexts have
+		lostTime += time.Since(t0)
 	}
 	w.measured(lostTime, lostUnits)
 	if retried > 0 {

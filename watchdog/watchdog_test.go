@@ -303,8 +303,8 @@ func TestReleasingHoldIsNotLost(t *testing.T) {
 func TestOverloadedRoundsLoseNothing(t *testing.T) {
 	const (
 		timeout = 600 * time.Millisecond // rounds every 200ms
-		holds   = 40
-		cost    = 8 * time.Millisecond // per call: about 25 calls per period, 75 per lease
+		holds   = 30                     // 240ms of calls a round: every round is cut
+		cost    = 8 * time.Millisecond   // per call: about 25 calls per period, 75 per lease
 	)
 	var mu sync.Mutex
 	var rounds [][]string // per round: the holds renewed, in order

@@ -69,6 +69,22 @@ func (n *notifier) run() {
 	n.mu.Unlock()
 }
 
+// current reports whether the caller runs on the notifier's goroutine.
+func (n *notifier) current() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.running && n.gid == owner.Goroutine()
+}
+
+// drained waits until everything posted so far has run (the caller must
+// not be the notifier's goroutine).
+func (n *notifier) drained() {
+	n.mu.Lock()
+	place := n.posted
+	n.mu.Unlock()
+	n.waitRan(place)
+}
+
 // close waits until everything posted so far has run, unless it is called
 // from the notifier's own goroutine (a handler calling Close), which then
 // finishes the queue after the handler returns.

@@ -625,8 +625,11 @@ func (t *Table) Stats() (records, renewing int) {
 }
 
 // Close ends every hold with ErrClosed (without reporting them to the end
-// handler), refuses further use, and stops the notifier once it has run
-// what was queued. It does not wait for the notifier when called from it.
+// handler), refuses further use, and stops the notifiers once they have
+// run what was queued. Called from a notifier's goroutine (an end handler
+// or a HoldContext's cancellation), it does not wait for that notifier,
+// nor, from a cancellation, for the end handlers (which may be waiting for
+// it).
 func (t *Table) Close() {
 	t.mu.Lock()
 	if t.closed {
@@ -638,6 +641,13 @@ func (t *Table) Close() {
 		t.endLocked(h, ErrClosed, false)
 	}
 	t.mu.Unlock()
+	if t.c.current() {
+		return // both notifiers finish once the caller returns
+	}
 	t.c.close()
 	t.n.close()
 }
+
+// Reported waits until the HoldContexts of the holds ended so far have
+// been ended (their cancellations run): the watchdog times it.
+func (t *Table) Reported() { t.c.drained() }

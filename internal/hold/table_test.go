@@ -196,3 +196,41 @@ func TestOneEndReportPerHold(t *testing.T) {
 		t.Fatalf("the next hold's end: %v", err)
 	}
 }
+
+// A HoldContext's cancellation that closes the table (a parent context
+// whose AfterFunc runs user code calling Client.Close, say) must not
+// deadlock: the end handler of the same hold waits for that cancellation.
+func TestCloseFromACancellation(t *testing.T) {
+	reported := make(chan struct{}, 1)
+	tab := New(time.Second, func(Key, error) { reported <- struct{}{} })
+	k := Key{Name: "k", Field: "c:1"}
+	h, err := tab.Use(context.Background(), k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if !tab.Acquired(h, 1, 0, now, now) {
+		t.Fatal("not acquired")
+	}
+	tab.Done(h)
+	closed := make(chan struct{})
+	if _, ok, err := tab.Watch(k, func(error) { tab.Close(); close(closed) }); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if h, err = tab.Use(context.Background(), k); err != nil {
+		t.Fatal(err)
+	}
+	tab.Observe(h, 0) // Redis no longer has it: ended, reported
+	tab.Done(h)
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close from a HoldContext's cancellation did not return")
+	}
+	select {
+	case <-reported:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the end handler did not run after the cancellation closed the table")
+	}
+	tab.Close() // from outside: waits for both notifiers
+}
