@@ -342,9 +342,18 @@ func (w *Watchdog) round() {
 		}
 	}
 	if lostUnits >= 100 {
+		// A report's cost ends when its HoldContexts have ended. Close
+		// stops the wait: a cancellation may itself be closing the
+		// client, which waits for this round.
 		t0 := time.Now()
-		tab.Reported() // a report's cost ends when its HoldContexts have
-		lostTime += time.Since(t0)
+		reported := make(chan struct{})
+		go func() { tab.Reported(); close(reported) }()
+		select {
+		case <-reported:
+			lostTime += time.Since(t0)
+		case <-w.ctx.Done():
+			return
+		}
 	}
 	w.measured(lostTime, lostUnits)
 	if retried > 0 {

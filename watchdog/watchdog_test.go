@@ -664,3 +664,47 @@ func acquire(t *testing.T, tab *hold.Table, k hold.Key) time.Time {
 	tab.Done(h)
 	return now
 }
+
+// A HoldContext's cancellation that closes the watchdog (a user's
+// context.AfterFunc on a parent context calling Client.Close, say) while
+// the round that reported the loss times the reports: Close returns.
+func TestCloseFromACancellationDuringARound(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	tab := hold.New(timeout, nil)
+	var w *watchdog.Watchdog
+	var mu sync.Mutex
+	closed := make(chan struct{})
+	for i := range 200 { // enough for the round to time its reports
+		k := key(fmt.Sprint("c", i))
+		acquire(t, tab, k)
+		_, ok, err := tab.Watch(k, func(error) {
+			if i == 0 {
+				mu.Lock()
+				wd := w
+				mu.Unlock()
+				wd.Close()
+				close(closed)
+			}
+		})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	mu.Lock()
+	var err error
+	w, err = watchdog.New(watchdog.Config{Table: tab, Timeout: timeout,
+		Renew: func(ctx context.Context, _ hold.Kind, b [][]hold.Key) []watchdog.Result {
+			out := make([]watchdog.Result, len(b))
+			for i := range b {
+				out[i].Err = errors.New("connection refused") // until they are lost
+			}
+			return out
+		}})
+	mu.Unlock()
+	require.NoError(t, err)
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close from a HoldContext's cancellation did not return")
+	}
+	tab.Close()
+}
