@@ -158,16 +158,18 @@ func (w *Watchdog) reserve(units int) time.Duration {
 }
 
 // measured records what reporting units (holds and HoldContexts) lost took
-// in a round, until their HoldContexts had ended: a moving average from
-// minReportCost, each sample bounded by 20 times it, that returns towards
-// it in rounds without a sample, so that one round slowed by something
-// else cannot stop deferring for long.
+// in a round, until their HoldContexts had ended. A higher sample is taken
+// at once, a lower one averaged in, and rounds without a sample (fewer than
+// 100 units) let it fall by a quarter, back towards minReportCost, which
+// reserve applies: each sample is bounded by 20 times minReportCost, so
+// that one round slowed by something else cannot stop deferring for long.
 func (w *Watchdog) measured(d time.Duration, units int) {
-	c := minReportCost
-	if units >= 100 {
-		c = min(d/time.Duration(units), 20*minReportCost)
+	if units < 100 {
+		w.reportCost -= w.reportCost / 4
+		return
 	}
-	w.reportCost = (3*max(w.reportCost, minReportCost) + c) / 4
+	c := min(d/time.Duration(units), 20*minReportCost)
+	w.reportCost = max(c, (3*w.reportCost+c)/4)
 }
 
 func (w *Watchdog) loop() {
